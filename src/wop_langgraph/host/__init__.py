@@ -1,0 +1,6 @@
+"""The in-process OpenWOP host over LangGraph graphs (no HTTP)."""
+
+from wop_langgraph.host.principal import Membership, MembershipResolver, Principal
+from wop_langgraph.host.runtime import WopHost
+
+__all__ = ["Membership", "MembershipResolver", "Principal", "WopHost"]

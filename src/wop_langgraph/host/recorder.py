@@ -1,0 +1,144 @@
+"""Turns LangGraph's ``__interrupt__`` writes into OpenWOP interrupts, inside the saver's transaction.
+
+For each new LangGraph interrupt the recorder derives the OpenWOP key, inserts the interrupt
+row, appends ``node.suspended`` and ``interrupt.requested`` (plus the kind's legacy alias) and
+marks the run as waiting, all in the transaction that stores the write. A replayed execution,
+or the copy LangGraph writes into a parent graph for a subgraph's interrupt, carries an
+interrupt id the store already holds and records nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from langgraph.types import Interrupt
+from sqlalchemy import Connection, func, select, update
+
+from wop_langgraph._clock import utcnow
+from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
+from wop_langgraph.nodes._context import node_path
+from wop_langgraph.nodes._suspend import ENVELOPE_MARK
+from wop_langgraph.protocol.snapshot import waiting_status_for
+from wop_langgraph.store.events import NewEvent, append_events
+from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run
+from wop_langgraph.store.recording import WriteBatch
+from wop_langgraph.store.run_tables import interrupts_table, runs_table
+
+__all__ = ["InterruptRecorder", "suspend_reason"]
+
+#: Legacy event names a host SHOULD also emit until consumers move to ``interrupt.*``.
+_LEGACY_REQUESTED = {"approval": "approval.requested", "clarification": "clarification.requested"}
+
+
+def suspend_reason(kind: str) -> str:
+    """The ``node.suspended`` reason for an interrupt kind."""
+    if kind == "conversation.exchange":
+        return "conversation-input"
+    return kind
+
+
+class InterruptRecorder:
+    """A :class:`~wop_langgraph.store.recording.WriteRecorder` for OpenWOP interrupts."""
+
+    def __init__(self, clock: Callable[[], datetime] = utcnow) -> None:
+        self._clock = clock
+
+    def record(self, conn: Connection, batch: WriteBatch) -> None:
+        """Record every interrupt in the batch's ``__interrupt__`` writes."""
+        for value in batch.channel_values("__interrupt__"):
+            for item in value or ():
+                if isinstance(item, Interrupt):
+                    self._record_one(conn, batch, item)
+
+    def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
+        run_id = batch.thread_id
+        exists = conn.execute(
+            select(func.count())
+            .select_from(interrupts_table)
+            .where(interrupts_table.c.run_id == run_id, interrupts_table.c.lg_interrupt_id == item.id)
+        ).scalar_one()
+        if exists:
+            return
+        node_id, task_ns, payload = _unwrap(batch, item.value)
+        kind = str(payload["kind"])
+        same_execution = [r for r in interrupts_of_run(conn, run_id) if r.checkpoint_ns == task_ns]
+        if same_execution:
+            visit_index, ordinal = same_execution[0].visit_index, len(same_execution)
+        else:
+            visit_index, ordinal = _settled_count(conn, run_id, node_id), 0
+        key = _free_key(conn, run_id, node_id, visit_index, ordinal)
+        payload = {**payload, "key": key}
+        now = self._clock()
+        timeout = payload.get("timeoutMs")
+        record = InterruptRecord(
+            interrupt_id=interrupt_id_for(run_id, item.id),
+            run_id=run_id,
+            node_id=node_id,
+            key=key,
+            lg_interrupt_id=item.id,
+            task_id=batch.task_id,
+            kind=kind,
+            payload=payload,
+            created_at=now,
+            checkpoint_ns=task_ns,
+            visit_index=visit_index,
+            ordinal=ordinal,
+            deadline=now + timedelta(milliseconds=timeout) if timeout else None,
+        )
+        stored, _ = insert_interrupt(conn, record)
+        suspended = NewEvent(
+            type="node.suspended",
+            node_id=node_id,
+            payload={
+                "nodeId": node_id,
+                "interruptId": stored.interrupt_id,
+                "kind": kind,
+                "reason": suspend_reason(kind),
+                "key": key,
+            },
+        )
+        events = [suspended, NewEvent(type="interrupt.requested", node_id=node_id, payload=payload)]
+        if kind in _LEGACY_REQUESTED:
+            events.append(NewEvent(type=_LEGACY_REQUESTED[kind], node_id=node_id, payload=payload))
+        append_events(conn, run_id, events, now=now)
+        conn.execute(
+            update(runs_table)
+            .where(runs_table.c.run_id == run_id, runs_table.c.status.in_(["pending", "running"]))
+            .values(status=waiting_status_for(kind), current_node_id=node_id, updated_at=now)
+        )
+
+
+def _unwrap(batch: WriteBatch, value: Any) -> tuple[str, str, dict[str, Any]]:
+    """(node id, task namespace, payload without key) of an interrupt value."""
+    if isinstance(value, dict) and value.get(ENVELOPE_MARK) == 1:
+        return str(value["nodeId"]), str(value["taskNs"]), dict(value["payload"])
+    # A bare interrupt(value) from graph code that does not use the node API: keep it
+    # addressable as a custom interrupt of the node that raised it.
+    node = batch.task_path.rsplit(", ", 1)[-1] if batch.task_path.startswith("~__pregel_pull") else "task"
+    task_ns = "|".join(p for p in (batch.checkpoint_ns, f"{node}:{batch.task_id}") if p)
+    return node_path(task_ns), task_ns, {"kind": "custom", "data": {"customKind": "langgraph.interrupt", "payload": value}}
+
+
+def _settled_count(conn: Connection, run_id: str, node_id: str) -> int:
+    """How many of the node's interrupts in this run were already resolved, cancelled or expired."""
+    query = select(func.count()).where(
+        interrupts_table.c.run_id == run_id,
+        interrupts_table.c.node_id == node_id,
+        interrupts_table.c.status != "pending",
+    )
+    return int(conn.execute(query).scalar_one())
+
+
+def _free_key(conn: Connection, run_id: str, node_id: str, visit_index: int, ordinal: int) -> str:
+    """The first key for this position that no other execution holds (parallel ``Send`` tasks)."""
+    collision = 0
+    while True:
+        key = interrupt_key(run_id, node_id, visit_index, ordinal, collision=collision)
+        taken = conn.execute(
+            select(func.count()).select_from(interrupts_table).where(interrupts_table.c.key == key)
+        ).scalar_one()
+        if not taken:
+            return key
+        collision += 1

@@ -1,0 +1,89 @@
+"""Registered workflows: compiled graphs bound to the host's store, with their rejection routes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.pregel import Pregel
+from langgraph.types import RetryPolicy
+
+from wop_langgraph.protocol.errors import ApprovalRejected, NotFound, ValidationError
+from wop_langgraph.store.saver import SQLModelSaver
+
+__all__ = ["GraphRegistry", "RegisteredGraph"]
+
+_WORKFLOW_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~:-")
+
+
+@dataclass(frozen=True)
+class RegisteredGraph:
+    """A workflow: its graph (bound to the store) and where rejected approvals continue."""
+
+    workflow_id: str
+    graph: Pregel
+    rejection_routes: Mapping[str, str] = field(default_factory=dict)
+
+
+class GraphRegistry:
+    """Workflow id -> graph, for one host."""
+
+    def __init__(self, saver: SQLModelSaver) -> None:
+        self._saver = saver
+        self._graphs: dict[str, RegisteredGraph] = {}
+
+    def register(self, workflow_id: str, graph: Pregel, rejection_routes: Mapping[str, str]) -> None:
+        """Bind ``graph`` to the store and register it.
+
+        Static breakpoints (``interrupt_before`` / ``interrupt_after``) are refused: they
+        suspend without a payload no OpenWOP caller could resolve. Every node's retry policy is
+        wrapped so that an ``ApprovalRejected`` is never retried.
+        """
+        if not workflow_id or len(workflow_id) > 128 or not set(workflow_id) <= _WORKFLOW_ID_CHARS:
+            raise ValidationError(f"workflowId {workflow_id!r} must match ^[A-Za-z0-9._~:-]{{1,128}}$")
+        if graph.interrupt_before_nodes or graph.interrupt_after_nodes:
+            raise ValidationError(
+                "static breakpoints (interrupt_before/interrupt_after) cannot be resolved through OpenWOP; "
+                "call request_approval() (or another node API function) inside the node instead"
+            )
+        unknown = sorted(set(rejection_routes.values()) - set(graph.nodes))
+        if unknown:
+            raise ValidationError(f"rejection routes name unknown nodes: {', '.join(unknown)}")
+        nodes = {name: node.copy({"retry_policy": _never_retry_rejection(node.retry_policy)}) for name, node in graph.nodes.items()}
+        bound = graph.copy(update={"checkpointer": self._saver, "nodes": nodes})
+        self._graphs[workflow_id] = RegisteredGraph(workflow_id, bound, dict(rejection_routes))
+
+    def get(self, workflow_id: str) -> RegisteredGraph:
+        """The registered workflow, or ``NotFound``."""
+        try:
+            return self._graphs[workflow_id]
+        except KeyError:
+            raise NotFound(f"no workflow {workflow_id!r} is registered") from None
+
+    def __contains__(self, workflow_id: object) -> bool:
+        return workflow_id in self._graphs
+
+
+def _never_retry_rejection(policy: Any) -> Any:
+    """``policy`` with ``ApprovalRejected`` excluded from what it retries."""
+    if policy is None:
+        return None
+    if isinstance(policy, RetryPolicy):
+        return _guard(policy)
+    return [_guard(p) for p in policy]
+
+
+def _guard(policy: RetryPolicy) -> RetryPolicy:
+    original = policy.retry_on
+
+    def retry_on(exc: Exception) -> bool:
+        if isinstance(exc, ApprovalRejected):
+            return False
+        if isinstance(original, type):
+            return isinstance(exc, original)
+        if isinstance(original, (list, tuple)):
+            return isinstance(exc, tuple(original))
+        return bool(original(exc))
+
+    return policy._replace(retry_on=retry_on)

@@ -1,0 +1,113 @@
+"""``request_approval``: suspend a node until reviewers decide on an artifact."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from langgraph.errors import ParentCommand
+from langgraph.types import Command
+
+from wop_langgraph.nodes._context import current_call
+from wop_langgraph.nodes._suspend import suspend
+from wop_langgraph.protocol.errors import ApprovalRejected
+
+__all__ = ["ApprovalDecision", "request_approval"]
+
+DEFAULT_ACTIONS = ("accept", "reject")
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    """The decided outcome of an approval gate.
+
+    Attributes:
+        action: ``accept``, ``edit-accept`` or ``refine`` (a reject raises instead, or routes).
+        decision: ``granted`` or ``overridden``; ``None`` for ``refine``.
+        feedback: the deciding reviewer's free-text feedback, if any.
+        refine_feedback: the structured feedback of a ``refine``.
+        edited_artifact_data: the artifact as edited by an ``edit-accept``.
+        resume_value: the deciding resume value as sent.
+    """
+
+    action: str
+    decision: str | None
+    feedback: str | None = None
+    refine_feedback: dict[str, Any] | None = None
+    edited_artifact_data: Any = None
+    resume_value: Any = None
+
+    @property
+    def granted(self) -> bool:
+        """Whether the artifact may go ahead (accepted, edit-accepted or overridden)."""
+        return self.decision in ("granted", "overridden")
+
+
+def request_approval(
+    artifact_id: str,
+    artifact_type: str,
+    title: str,
+    *,
+    actions: Sequence[str] = DEFAULT_ACTIONS,
+    artifact_data: Any = None,
+    description: str | None = None,
+    required_approvals: int | None = None,
+    approvers: Sequence[str] | None = None,
+    rejection_policy: str | None = None,
+    override_bypasses_quorum: bool | None = None,
+    group_refs: Sequence[str] | None = None,
+    role_refs: Sequence[str] | None = None,
+    audience: dict[str, list[str]] | None = None,
+    timeout: timedelta | float | None = None,
+    on_timeout: str | None = None,
+) -> ApprovalDecision:
+    """Suspend until the gate is decided; return the decision.
+
+    A rejection (or a timeout, which always rejects) raises :class:`ApprovalRejected`
+    (``approval_rejected``, never retried), unless the host registered a rejection route for
+    this node, in which case the run continues at that node.
+    """
+    call = current_call()
+    data: dict[str, Any] = {
+        "artifactId": artifact_id,
+        "artifactType": artifact_type,
+        "title": title,
+        "actions": list(actions),
+    }
+    optional = {
+        "description": description,
+        "artifactData": artifact_data,
+        "onTimeout": on_timeout,
+        "requiredApprovals": required_approvals,
+        "approversList": list(approvers) if approvers is not None else None,
+        "rejectionPolicy": rejection_policy,
+        "overrideBypassesQuorum": override_bypasses_quorum,
+        "approverGroupRefs": list(group_refs) if group_refs is not None else None,
+        "approverRoleRefs": list(role_refs) if role_refs is not None else None,
+        "audience": audience,
+    }
+    data.update({k: v for k, v in optional.items() if v is not None})
+    delivery = suspend("approval", data, timeout=timeout, call=call)
+    resolution = delivery.resolution
+    if resolution.get("decision") == "rejected":
+        route = call.context.rejection_routes.get(call.node_id)
+        if route is not None:
+            # Continue at the route, as an any_failed edge would; a ParentCommand aimed at this
+            # task's own graph is applied as the node's result and is never retried.
+            raise ParentCommand(Command(graph=call.task_ns, goto=route))
+        reason = resolution.get("reason") or resolution.get("action")
+        raise ApprovalRejected(
+            f"approval {title!r} was rejected ({reason})",
+            details={"nodeId": call.node_id, "action": resolution.get("action")},
+        )
+    value = delivery.resume_value if isinstance(delivery.resume_value, dict) else {}
+    return ApprovalDecision(
+        action=str(resolution.get("action")),
+        decision=resolution.get("decision"),
+        feedback=value.get("feedback"),
+        refine_feedback=resolution.get("refineFeedback"),
+        edited_artifact_data=resolution.get("editedArtifactData"),
+        resume_value=delivery.resume_value,
+    )

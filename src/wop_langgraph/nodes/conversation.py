@@ -1,0 +1,73 @@
+"""Conversations: open one, exchange one turn per graph step, close it.
+
+Model each turn as its own superstep (an edge back to the node), never a ``while True`` loop
+around ``exchange`` inside one node: LangGraph re-runs a node from its first line on every
+resume, so a loop inside one node replays every earlier turn (LANGGRAPH_NOTES §1.7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wop_langgraph.nodes._context import NodeCall, current_call, stable_id
+from wop_langgraph.nodes._suspend import suspend
+from wop_langgraph.nodes.questions import _answered
+from wop_langgraph.protocol.errors import CapabilityRequired
+
+__all__ = ["close_conversation", "exchange", "start_conversation"]
+
+
+def start_conversation(*, title: str | None = None, initial_prompt: str | None = None, key: str = "") -> str:
+    """Open a conversation and return its tenant-unique ``conversationId``.
+
+    Appends ``conversation.opened`` once (a replay returns the same id and appends nothing).
+    ``key`` tells apart several conversations opened by one execution of a node.
+    """
+    call = _enabled()
+    conversation_id = f"conv-{stable_id(call.context.run_id, call.task_ns, key)}"
+    opened: dict[str, Any] = {"conversationId": conversation_id}
+    call.emit("conversation.opened", opened, discriminator=conversation_id)
+    del title, initial_prompt  # shown by the first exchange's prompt; the opened event is closed
+    return conversation_id
+
+
+def exchange(
+    conversation_id: str,
+    prompt: str,
+    outcome_schema: dict[str, Any] | None = None,
+    *,
+    turn_index: int | None = None,
+) -> Any:
+    """Ask the person ``prompt`` and return their answer, validated against ``outcome_schema``.
+
+    The host records ``conversation.exchanged`` with the turn's index and the outcome when the
+    answer arrives. A conversation's turns are numbered by how many exchanges it already had.
+    """
+    call = current_call()
+    data: dict[str, Any] = {"conversationId": conversation_id, "prompt": prompt}
+    if outcome_schema is not None:
+        data["outcomeSchema"] = outcome_schema
+    if turn_index is not None:
+        data["turnIndex"] = turn_index
+    return _answered(suspend("conversation.exchange", data, call=call)).resume_value
+
+
+def close_conversation(conversation_id: str, *, reason: str | None = None, turn_count: int | None = None) -> None:
+    """Close the conversation: appends ``conversation.closed`` once."""
+    call = _enabled()
+    closed: dict[str, Any] = {"conversationId": conversation_id}
+    if reason is not None:
+        closed["reason"] = reason
+    if turn_count is not None:
+        closed["turnCount"] = turn_count
+    call.emit("conversation.closed", closed, discriminator=conversation_id)
+
+
+def _enabled() -> NodeCall:
+    call = current_call()
+    if not call.context.conversations:
+        raise CapabilityRequired(
+            "conversations are not enabled on this host (WopHost(conversations=True))",
+            details={"capability": "conversationPrimitive"},
+        )
+    return call

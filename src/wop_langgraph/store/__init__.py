@@ -1,0 +1,1 @@
+"""The durable store: checkpoints, writes, the OpenWOP event log, interrupts, idempotency."""

@@ -1,0 +1,180 @@
+"""The saver's storage operations, each written once over a sync SQLAlchemy ``Connection``.
+
+Every function runs inside a transaction its caller opened (``SQLModelSaver`` on its engine
+directly, ``AsyncSQLModelSaver`` on a worker thread), takes already validated and serialised
+parameters, and returns raw rows; nothing here serialises or deserialises. That split keeps
+transactions short and lets one implementation serve both savers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from sqlalchemy import Connection, Select
+
+from wop_langgraph.protocol.errors import ValidationError
+from wop_langgraph.store._saver_codec import CheckpointRow, WriteRow
+from wop_langgraph.store._saver_sql import Statements
+from wop_langgraph.store.recording import WriteBatch, WriteRecorder
+
+__all__ = [
+    "PruneStrategy",
+    "copy_thread",
+    "delete_runs",
+    "delete_thread",
+    "prune",
+    "read_page",
+    "read_tuple",
+    "store_checkpoint",
+    "store_writes",
+]
+
+PruneStrategy = Literal["keep_latest", "delete"]
+Loaded = tuple[CheckpointRow, list[WriteRow]]
+_Key = tuple[str, str, str]
+
+
+def read_tuple(
+    conn: Connection, sql: Statements, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+) -> Loaded | None:
+    """The row of one checkpoint (the latest of the namespace without an id) and its writes."""
+    if checkpoint_id is None:
+        found = conn.execute(sql.latest_checkpoint, {"tid": thread_id, "ns": checkpoint_ns}).first()
+    else:
+        found = conn.execute(
+            sql.checkpoint_by_id, {"tid": thread_id, "ns": checkpoint_ns, "cid": checkpoint_id}
+        ).first()
+    if found is None:
+        return None
+    row: CheckpointRow = found._tuple()
+    writes = conn.execute(sql.writes_of_checkpoint, {"tid": row[0], "ns": row[1], "cid": row[2]})
+    return row, [w._tuple() for w in writes]
+
+
+def read_page(conn: Connection, sql: Statements, query: Select[Any]) -> list[Loaded]:
+    """The rows ``query`` selects, each with its writes (one writes query per namespace)."""
+    rows: list[CheckpointRow] = [r._tuple() for r in conn.execute(query)]
+    by_namespace: dict[tuple[str, str], list[WriteRow]] = {}
+    for thread_id, checkpoint_ns in dict.fromkeys((r[0], r[1]) for r in rows):
+        ids = [r[2] for r in rows if r[0] == thread_id and r[1] == checkpoint_ns]
+        by_namespace[(thread_id, checkpoint_ns)] = [
+            w._tuple()
+            for w in conn.execute(
+                sql.writes_of_checkpoints, {"tid": thread_id, "ns": checkpoint_ns, "cids": ids}
+            )
+        ]
+    return [
+        (row, [w for w in by_namespace[(row[0], row[1])] if w[0] == row[2]]) for row in rows
+    ]
+
+
+def store_checkpoint(conn: Connection, sql: Statements, params: dict[str, Any]) -> None:
+    """Insert a checkpoint, replacing one stored before under the same key."""
+    conn.execute(sql.upsert_checkpoint, params)
+
+
+def store_writes(
+    conn: Connection,
+    sql: Statements,
+    rows: list[dict[str, Any]],
+    recorder: WriteRecorder | None,
+    batch: WriteBatch,
+) -> None:
+    """Store a batch of task writes, then hand the batch to ``recorder`` in the same transaction.
+
+    Special slots are replaced in place, ordinary writes are kept if already stored (see
+    ``Statements.upsert_writes``). If the recorder raises, the caller's transaction rolls
+    back and none of the batch is stored.
+    """
+    if len(rows) == 1:
+        conn.execute(sql.upsert_writes, rows[0])
+    elif rows:
+        conn.execute(sql.upsert_writes, rows)
+    if recorder is not None:
+        recorder.record(conn, batch)
+
+
+def delete_thread(conn: Connection, sql: Statements, thread_id: str) -> None:
+    """Delete every checkpoint and write of a thread, in all namespaces."""
+    conn.execute(sql.delete_thread_writes, {"tid": thread_id})
+    conn.execute(sql.delete_thread_checkpoints, {"tid": thread_id})
+
+
+def delete_runs(conn: Connection, sql: Statements, run_ids: list[str]) -> None:
+    """Delete the checkpoints whose metadata ``run_id`` is one of ``run_ids``, with their writes."""
+    conn.execute(sql.delete_run_writes, {"run_ids": run_ids})
+    conn.execute(sql.delete_run_checkpoints, {"run_ids": run_ids})
+
+
+def copy_thread(conn: Connection, sql: Statements, source: str, target: str) -> None:
+    """Copy every checkpoint and write of ``source`` into the empty thread ``target``.
+
+    Raises:
+        ValidationError: ``target`` is ``source`` or already has checkpoints (nothing copied).
+    """
+    if source == target:
+        raise ValidationError("copy_thread needs two different threads", details={"path": "target"})
+    if conn.execute(sql.thread_has_checkpoints, {"target": target}).first() is not None:
+        raise ValidationError(
+            f"thread {target!r} already has checkpoints; copy_thread only fills an empty thread "
+            "(delete_thread it first)",
+            details={"path": "target"},
+        )
+    conn.execute(sql.copy_checkpoints, {"tid": source, "target": target})
+    conn.execute(sql.copy_writes, {"tid": source, "target": target})
+
+
+def prune(conn: Connection, sql: Statements, thread_ids: list[str], strategy: PruneStrategy) -> None:
+    """Delete old checkpoints (and their writes) of ``thread_ids``, keeping what is still needed.
+
+    ``keep_latest`` keeps the latest checkpoint of every namespace; ``delete`` keeps none.
+    Both always keep a checkpoint that owns a pending interrupt: it has an ``__interrupt__``
+    write from a task (not the ``NULL_TASK_ID`` input pseudo-task) that has no output write,
+    i.e. no write on a channel other than ``__interrupt__``, ``__resume__``, ``__error__``,
+    ``__error_source_node__``. That is LangGraph's own rule (``pregel._task_status``): a
+    task that finished always records an output write, and its slot -3 holds the latest
+    question while it is unfinished, so such a question still waits for an answer (a task
+    holding ``__resume__`` answers but no output is waiting on its next question or has not
+    finished replaying, and is kept too). A kept checkpoint whose parent is deleted is left
+    without a parent; each checkpoint row holds the full state, so it still loads and resumes.
+
+    Raises:
+        ValidationError: a thread uses a ``DeltaChannel`` and pruning would cut the ancestor
+            history its values are rebuilt from; nothing is pruned.
+    """
+    keys = [tuple(r) for r in conn.execute(sql.prune_keys, {"thread_ids": thread_ids})]
+    pending: set[_Key] = {r._tuple() for r in conn.execute(sql.prune_pending, {"thread_ids": thread_ids})}
+    keep = set(pending)
+    if strategy == "keep_latest":
+        latest: dict[tuple[str, str], str] = {}
+        for thread_id, checkpoint_ns, checkpoint_id, _ in keys:
+            if checkpoint_id > latest.get((thread_id, checkpoint_ns), ""):
+                latest[(thread_id, checkpoint_ns)] = checkpoint_id
+        keep.update((t, ns, cid) for (t, ns), cid in latest.items())
+    doomed = {(t, ns, cid) for t, ns, cid, _ in keys if (t, ns, cid) not in keep}
+    if not doomed:
+        return
+    _refuse_delta_threads(conn, sql, sorted({k[0] for k in keep if any(d[0] == k[0] for d in doomed)}))
+    doomed_params = [{"tid": t, "ns": ns, "cid": cid} for t, ns, cid in sorted(doomed)]
+    conn.execute(sql.delete_checkpoint_writes, doomed_params)
+    conn.execute(sql.delete_checkpoint, doomed_params)
+    orphans = [
+        {"tid": t, "ns": ns, "cid": cid}
+        for t, ns, cid, parent in keys
+        if (t, ns, cid) in keep and parent is not None and (t, ns, parent) in doomed
+    ]
+    if orphans:
+        conn.execute(sql.orphan_checkpoint, orphans)
+
+
+def _refuse_delta_threads(conn: Connection, sql: Statements, thread_ids: Sequence[str]) -> None:
+    if not thread_ids:
+        return
+    delta = sorted(r[0] for r in conn.execute(sql.prune_delta_threads, {"thread_ids": list(thread_ids)}))
+    if delta:
+        raise ValidationError(
+            "prune would cut the history a DeltaChannel rebuilds its value from, in thread(s) "
+            f"{', '.join(map(repr, delta))}; nothing was pruned",
+            details={"path": "thread_ids", "threads": delta},
+        )

@@ -1,0 +1,100 @@
+"""Database engines tuned for the store: SQLite embedded by default, PostgreSQL for scale.
+
+SQLite gets WAL (readers never wait for the writer), a busy timeout (a second writer waits
+instead of failing with "database is locked"), foreign keys, and ``BEGIN IMMEDIATE`` for
+write transactions so that two writers never both read and then collide on upgrade to a
+write lock. PostgreSQL goes through psycopg 3 with a pooled, pre-pinged connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.pool import StaticPool
+
+__all__ = ["READ_ONLY", "SQLITE_BUSY_TIMEOUT_MS", "is_sqlite", "make_engine", "normalize_url"]
+
+#: How long a SQLite writer waits for the lock before giving up (milliseconds).
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+#: Execution option: a transaction that only reads; on SQLite it begins DEFERRED, not IMMEDIATE.
+READ_ONLY = "wop_read_only"
+
+
+def normalize_url(url: str | URL) -> URL:
+    """Return ``url`` with the driver this project uses spelled out.
+
+    ``postgresql://`` and ``postgres://`` become ``postgresql+psycopg://`` (psycopg 3); SQLite
+    URLs are kept as they are.
+    """
+    parsed = make_url(url) if isinstance(url, str) else url
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def is_sqlite(engine: Engine) -> bool:
+    """Whether ``engine`` talks to SQLite."""
+    return engine.dialect.name == "sqlite"
+
+
+def make_engine(url: str | URL, **kwargs: Any) -> Engine:
+    """Create an engine for ``url`` with the store's connection settings applied.
+
+    Args:
+        url: ``sqlite:///path.db`` (or ``sqlite://`` for a private in-memory database) or
+            ``postgresql://...`` / ``postgresql+psycopg://...``.
+        **kwargs: passed through to :func:`sqlalchemy.create_engine`, overriding the defaults.
+    """
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed, **kwargs)
+    options: dict[str, Any] = {"pool_pre_ping": True, "pool_size": 10, "max_overflow": 20}
+    options.update(kwargs)
+    return create_engine(parsed, **options)
+
+
+def _sqlite_engine(url: URL, **kwargs: Any) -> Engine:
+    options: dict[str, Any] = {
+        "connect_args": {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+    }
+    if url.database in (None, "", ":memory:"):
+        # One shared connection: every new connection to ":memory:" would be another database.
+        options["poolclass"] = StaticPool
+    options.update(kwargs)
+    engine = create_engine(url, **options)
+    configure_sqlite(engine)
+    return engine
+
+
+def configure_sqlite(engine: Engine) -> None:
+    """Install the pragmas and the transaction-begin rule on a SQLite engine (idempotent)."""
+    if event.contains(engine, "connect", _on_sqlite_connect):
+        return
+    event.listen(engine, "connect", _on_sqlite_connect)
+    event.listen(engine, "begin", _on_sqlite_begin)
+
+
+def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+    # Take transaction control away from the sqlite3 module so that "begin" below decides.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        # In WAL mode NORMAL keeps the database consistent after a crash; only the last
+        # transactions before a power loss may roll back.
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _on_sqlite_begin(conn: Connection) -> None:
+    if conn.get_execution_options().get(READ_ONLY):
+        conn.exec_driver_sql("BEGIN")
+    else:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,213 @@
+"""Interrupt rows and the compare-and-set that makes every resolution exactly-once.
+
+An interrupt is inserted once per key (a replayed execution finds its row again), and leaves
+``pending`` exactly once: :func:`claim` flips ``pending`` to a final status with a conditional
+``UPDATE ... WHERE status = 'pending'``, so of any number of concurrent claimers, on any number
+of processes sharing the database, exactly one sees its update applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import Connection, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from wop_langgraph.store.run_tables import interrupts_table
+
+__all__ = [
+    "FINAL_STATUSES",
+    "InterruptRecord",
+    "InterruptStatus",
+    "cancel_pending",
+    "claim",
+    "count_consumed",
+    "expired_pending",
+    "get_interrupt",
+    "get_interrupt_by_key",
+    "insert_interrupt",
+    "interrupts_of_run",
+    "lock_interrupt",
+    "mark_consumed",
+    "resolved_unconsumed",
+    "set_votes",
+]
+
+InterruptStatus = Literal["pending", "resolved", "cancelled", "expired"]
+FINAL_STATUSES: tuple[InterruptStatus, ...] = ("resolved", "cancelled", "expired")
+
+_table = interrupts_table
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptRecord:
+    """One interrupt as stored: identity, LangGraph coordinates, payload and resolution."""
+
+    interrupt_id: str
+    run_id: str
+    node_id: str
+    key: str
+    lg_interrupt_id: str
+    task_id: str
+    kind: str
+    payload: dict[str, Any]
+    created_at: datetime
+    checkpoint_ns: str = ""
+    visit_index: int = 0
+    ordinal: int = 0
+    status: str = "pending"
+    deadline: datetime | None = None
+    votes: list[dict[str, Any]] | None = None
+    resume_value: Any = None
+    resolution: dict[str, Any] | None = None
+    resolved_by: dict[str, Any] | None = None
+    resolved_at: datetime | None = None
+    consumed_at: datetime | None = None
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == "pending"
+
+
+def insert_interrupt(conn: Connection, record: InterruptRecord) -> tuple[InterruptRecord, bool]:
+    """Insert ``record`` unless an interrupt with its key exists.
+
+    Returns the stored record and whether it was new; a replayed execution gets the original
+    row back unchanged.
+    """
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(_table).values(**asdict(record)).on_conflict_do_nothing(index_elements=["key"])
+    inserted = conn.execute(statement).rowcount == 1
+    stored = get_interrupt_by_key(conn, record.key)
+    if stored is None:  # pragma: no cover - the insert or the conflict guarantees a row
+        raise RuntimeError(f"interrupt {record.key!r} vanished during insert")
+    return stored, inserted
+
+
+def get_interrupt(conn: Connection, interrupt_id: str) -> InterruptRecord | None:
+    """The interrupt with this tenant-bound id, if any."""
+    return _one(conn, _table.c.interrupt_id == interrupt_id)
+
+
+def get_interrupt_by_key(conn: Connection, key: str) -> InterruptRecord | None:
+    """The interrupt with this OpenWOP key, if any."""
+    return _one(conn, _table.c.key == key)
+
+
+def interrupts_of_run(
+    conn: Connection, run_id: str, *, node_id: str | None = None, statuses: Sequence[str] | None = None
+) -> list[InterruptRecord]:
+    """The run's interrupts (optionally of one node, in some statuses), oldest first."""
+    query = select(_table).where(_table.c.run_id == run_id)
+    if node_id is not None:
+        query = query.where(_table.c.node_id == node_id)
+    if statuses is not None:
+        query = query.where(_table.c.status.in_(list(statuses)))
+    query = query.order_by(_table.c.created_at, _table.c.visit_index, _table.c.ordinal)
+    return [_record(row) for row in conn.execute(query).mappings()]
+
+
+def lock_interrupt(conn: Connection, interrupt_id: str) -> InterruptRecord | None:
+    """Read the interrupt and hold its row until the transaction ends (votes are read-modify-write).
+
+    On SQLite the write transaction already holds the database lock (``BEGIN IMMEDIATE``).
+    """
+    query = select(_table).where(_table.c.interrupt_id == interrupt_id)
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update()
+    row = conn.execute(query).mappings().first()
+    return None if row is None else _record(row)
+
+
+def set_votes(conn: Connection, interrupt_id: str, votes: list[dict[str, Any]]) -> bool:
+    """Replace the recorded votes of a still-pending interrupt; False if it is no longer pending."""
+    statement = (
+        update(_table)
+        .where(_table.c.interrupt_id == interrupt_id, _table.c.status == "pending")
+        .values(votes=votes)
+    )
+    return conn.execute(statement).rowcount == 1
+
+
+def claim(
+    conn: Connection,
+    interrupt_id: str,
+    *,
+    status: InterruptStatus,
+    now: datetime,
+    resume_value: Any = None,
+    resolution: dict[str, Any] | None = None,
+    resolved_by: dict[str, Any] | None = None,
+) -> bool:
+    """Move a pending interrupt to ``status``; True for exactly one caller, False for the rest."""
+    if status == "pending":
+        raise ValueError("a claim must move the interrupt to a final status")
+    statement = (
+        update(_table)
+        .where(_table.c.interrupt_id == interrupt_id, _table.c.status == "pending")
+        .values(
+            status=status,
+            resume_value=resume_value,
+            resolution=resolution,
+            resolved_by=resolved_by,
+            resolved_at=now,
+        )
+    )
+    return conn.execute(statement).rowcount == 1
+
+
+def mark_consumed(conn: Connection, interrupt_ids: Sequence[str], *, now: datetime) -> int:
+    """Record that the graph resumed past these resolved interrupts; returns how many changed."""
+    if not interrupt_ids:
+        return 0
+    statement = (
+        update(_table)
+        .where(_table.c.interrupt_id.in_(list(interrupt_ids)), _table.c.consumed_at.is_(None))
+        .values(consumed_at=now)
+    )
+    return int(conn.execute(statement).rowcount)
+
+
+def resolved_unconsumed(conn: Connection, run_id: str | None = None) -> list[InterruptRecord]:
+    """Resolutions that were claimed but never delivered to the graph (crash recovery)."""
+    query = select(_table).where(_table.c.status == "resolved", _table.c.consumed_at.is_(None))
+    if run_id is not None:
+        query = query.where(_table.c.run_id == run_id)
+    return [_record(row) for row in conn.execute(query.order_by(_table.c.resolved_at)).mappings()]
+
+
+def expired_pending(conn: Connection, now: datetime, *, limit: int = 100) -> list[InterruptRecord]:
+    """Pending interrupts whose deadline has passed, oldest deadline first."""
+    query = (
+        select(_table)
+        .where(_table.c.status == "pending", _table.c.deadline.is_not(None), _table.c.deadline <= now)
+        .order_by(_table.c.deadline)
+        .limit(limit)
+    )
+    return [_record(row) for row in conn.execute(query).mappings()]
+
+
+def cancel_pending(conn: Connection, run_id: str, *, now: datetime) -> list[str]:
+    """Cancel every pending interrupt of ``run_id``; returns the ids that were cancelled."""
+    pending = [r.interrupt_id for r in interrupts_of_run(conn, run_id, statuses=["pending"])]
+    return [i for i in pending if claim(conn, i, status="cancelled", now=now)]
+
+
+def count_consumed(conn: Connection, run_id: str, node_id: str) -> int:
+    """How many of the node's interrupts in this run had their resolution consumed."""
+    query = select(func.count()).where(
+        _table.c.run_id == run_id, _table.c.node_id == node_id, _table.c.consumed_at.is_not(None)
+    )
+    return int(conn.execute(query).scalar_one())
+
+
+def _one(conn: Connection, condition: Any) -> InterruptRecord | None:
+    row = conn.execute(select(_table).where(condition)).mappings().first()
+    return None if row is None else _record(row)
+
+
+def _record(row: Any) -> InterruptRecord:
+    return InterruptRecord(**{name: row[name] for name in InterruptRecord.__dataclass_fields__})

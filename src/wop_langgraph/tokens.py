@@ -1,0 +1,351 @@
+"""Signed interrupt tokens (``ow2``): mint and verify, with key rotation by ``kid``.
+
+A token is ``ow2.hs256.<kid>.<payload>.<mac>`` where ``payload`` is the base64url (no padding) of
+the canonical JSON ``{runId, nodeId, interruptId, expiresAt, intent}`` and ``mac`` is the base64url
+(no padding) of HMAC-SHA256 under the secret named by ``kid`` over the ASCII text
+``ow2.hs256.<kid>.<payload>``. The format is fixed by ARCHITECTURE.md ("Decisions already taken").
+
+The module is pure: no I/O, and every function that needs the time takes ``now``. Verification is
+stateless; whether the interrupt is still pending is the host's question, asked afterwards.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Literal, get_args
+
+from wop_langgraph.protocol.errors import Forbidden, InterruptExpired, InterruptTokenInvalid
+
+__all__ = [
+    "DEFAULT_TTL",
+    "MAX_TOKEN_LENGTH",
+    "Intent",
+    "MintedToken",
+    "SigningKeys",
+    "TokenClaims",
+    "mint",
+    "require_intent",
+    "verify",
+]
+
+Intent = Literal["resolve", "inspect"]
+
+DEFAULT_TTL: Final = timedelta(minutes=30)
+MAX_TOKEN_LENGTH: Final = 4096
+"""Longer input is refused before any decoding; a real token is a few hundred characters."""
+MIN_SECRET_BYTES: Final = 16
+MAX_INTERRUPT_ID_LENGTH: Final = 256
+
+_PREFIX: Final = "ow2."
+_ALG: Final = "hs256"
+# The spec's keyId grammar is ^[A-Za-z0-9._~-]{1,128}$, but "." separates the token's segments,
+# so a kid holding one could never be parsed back: this host refuses it when keys are configured.
+_KID = re.compile(r"[A-Za-z0-9_~-]{1,128}")
+_B64URL = re.compile(r"[A-Za-z0-9_-]+")
+_MAC_LENGTH: Final = 43  # base64url of 32 bytes, without padding
+_EXPIRES_AT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z", re.ASCII)
+_PAYLOAD_MEMBERS: Final = frozenset({"runId", "nodeId", "interruptId", "expiresAt", "intent"})
+
+
+class SigningKeys:
+    """An ordered ``kid -> secret`` keyring: the first key signs new tokens, every key verifies.
+
+    Rotation: put the new key first and keep the old one until its tokens have expired; a token
+    signed with a kid that is no longer configured stops verifying. Secrets never appear in
+    ``repr`` or ``str``.
+    """
+
+    __slots__ = ("_secrets",)
+
+    def __init__(self, keys: Mapping[str, str | bytes] | Iterable[tuple[str, str | bytes]]) -> None:
+        """Hold the given keys, in order.
+
+        Raises:
+            ValueError: no keys, a duplicate or malformed kid, or a secret shorter than 16 bytes.
+        """
+        pairs = list(keys.items()) if isinstance(keys, Mapping) else list(keys)
+        if not pairs:
+            raise ValueError("signing keys: at least one kid=secret is required")
+        secrets: dict[str, bytes] = {}
+        for position, (kid, secret) in enumerate(pairs, start=1):
+            # A malformed kid is not echoed: it may be a misplaced secret.
+            if not isinstance(kid, str) or not _KID.fullmatch(kid):
+                raise ValueError(
+                    f"signing keys: the kid of entry {position} must match [A-Za-z0-9_~-]{{1,128}} "
+                    "('.' is refused because it separates the token's segments)"
+                )
+            if kid in secrets:
+                raise ValueError(f"signing keys: kid {kid!r} is configured twice")
+            raw = secret.encode() if isinstance(secret, str) else bytes(secret)
+            if len(raw) < MIN_SECRET_BYTES:
+                raise ValueError(
+                    f"signing keys: the secret of kid {kid!r} is shorter than {MIN_SECRET_BYTES} bytes"
+                )
+            secrets[kid] = raw
+        self._secrets: Final = secrets
+
+    @classmethod
+    def parse(cls, text: str) -> SigningKeys:
+        """Read the environment format ``kid=secret,kid2=secret2`` (first entry signs).
+
+        Whitespace around entries, kids and secrets is ignored; a secret may contain ``=`` (only
+        the first one splits) but not ``,``.
+
+        Raises:
+            ValueError: an empty list or entry, an entry without ``=``, an empty secret, or any
+                refusal of the constructor. The message names the entry, never the secret.
+        """
+        if not text.strip():
+            raise ValueError("signing keys: empty; expected kid=secret[,kid2=secret2...]")
+        pairs: list[tuple[str, str]] = []
+        for position, entry in enumerate(text.split(","), start=1):
+            if not entry.strip():
+                raise ValueError(f"signing keys: entry {position} is empty")
+            kid, sep, secret = entry.partition("=")
+            if not sep:
+                raise ValueError(f"signing keys: entry {position} has no '=' (expected kid=secret)")
+            if not secret.strip():
+                raise ValueError(f"signing keys: entry {position} (kid {kid.strip()!r}) has an empty secret")
+            pairs.append((kid.strip(), secret.strip()))
+        return cls(pairs)
+
+    @property
+    def signing_kid(self) -> str:
+        """The kid that signs new tokens."""
+        return next(iter(self._secrets))
+
+    @property
+    def kids(self) -> tuple[str, ...]:
+        """Every configured kid, signing kid first."""
+        return tuple(self._secrets)
+
+    def __contains__(self, kid: object) -> bool:
+        return kid in self._secrets
+
+    def __len__(self) -> int:
+        return len(self._secrets)
+
+    def __repr__(self) -> str:
+        return f"SigningKeys(kids={list(self._secrets)!r})"
+
+    __str__ = __repr__
+
+    def _mac(self, kid: str, signed: str) -> str:
+        return _b64encode(hmac.new(self._secrets[kid], signed.encode("ascii"), hashlib.sha256).digest())
+
+
+@dataclass(frozen=True, slots=True)
+class TokenClaims:
+    """What a verified token says: which interrupt, until when, for what, and under which kid."""
+
+    run_id: str
+    node_id: str
+    interrupt_id: str
+    expires_at: datetime
+    intent: Intent
+    kid: str
+
+
+@dataclass(frozen=True, slots=True)
+class MintedToken:
+    """A freshly signed token with its expiry and claims (the token is a bearer credential: not in repr)."""
+
+    token: str = field(repr=False)
+    expires_at: datetime
+    claims: TokenClaims
+
+
+def mint(
+    keys: SigningKeys,
+    *,
+    run_id: str,
+    node_id: str,
+    interrupt_id: str,
+    intent: Intent = "resolve",
+    now: datetime,
+    ttl: timedelta = DEFAULT_TTL,
+    not_after: datetime | None = None,
+) -> MintedToken:
+    """Sign a token for one interrupt with the first key of ``keys``.
+
+    The token expires ``ttl`` after ``now`` (30 minutes by default), or at ``not_after`` (the
+    interrupt's deadline from ``timeoutMs``) when that comes first. ``expiresAt`` is written with
+    millisecond precision, rounded down so it never passes the cap.
+
+    Raises:
+        ValueError: naive datetimes, a ``ttl`` <= 0, a ``not_after`` not after ``now``, an unknown
+            intent, empty ids, an ``interrupt_id`` over 256 characters, or a token that would exceed
+            :data:`MAX_TOKEN_LENGTH`.
+    """
+    now = _aware(now, "now")
+    if ttl <= timedelta(0):
+        raise ValueError(f"mint: ttl must be positive, got {ttl}")
+    expires_at = now + ttl
+    if not_after is not None:
+        not_after = _aware(not_after, "not_after")
+        if not_after <= now:
+            raise ValueError(
+                f"mint: not_after {_format_time(not_after)} is not after now {_format_time(now)}"
+            )
+        expires_at = min(expires_at, not_after)
+    expires_at = expires_at.replace(microsecond=expires_at.microsecond // 1000 * 1000)
+    if expires_at <= now:
+        raise ValueError("mint: the lifetime is shorter than expiresAt's millisecond resolution")
+    if intent not in get_args(Intent):
+        raise ValueError(f"mint: intent must be 'resolve' or 'inspect', got {intent!r}")
+    problem = _ids_problem(run_id, node_id, interrupt_id)
+    if problem:
+        raise ValueError(f"mint: {problem}")
+
+    kid = keys.signing_kid
+    claims = TokenClaims(run_id, node_id, interrupt_id, expires_at, intent, kid)
+    # Canonical JSON: sorted members, no whitespace, UTF-8; for string-only members this is the
+    # RFC 8785 form, so another implementation can rebuild the same bytes.
+    payload_json = json.dumps(
+        {
+            "runId": run_id,
+            "nodeId": node_id,
+            "interruptId": interrupt_id,
+            "expiresAt": _format_time(expires_at),
+            "intent": intent,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    try:
+        payload = _b64encode(payload_json.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValueError("mint: ids must be valid Unicode text (no lone surrogates)") from exc
+    signed = f"{_PREFIX}{_ALG}.{kid}.{payload}"
+    token = f"{signed}.{keys._mac(kid, signed)}"
+    if len(token) > MAX_TOKEN_LENGTH:
+        raise ValueError(f"mint: the token would be {len(token)} characters, over {MAX_TOKEN_LENGTH}")
+    return MintedToken(token=token, expires_at=expires_at, claims=claims)
+
+
+def verify(keys: SigningKeys, token: str, *, now: datetime) -> TokenClaims:
+    """Check a token's grammar, alg, kid, MAC, payload and expiry, in that order.
+
+    Expiry is judged only after the MAC verified, so an unauthenticated caller cannot learn
+    anything from a forged ``expiresAt``.
+
+    Raises:
+        InterruptTokenInvalid: any failure up to and including the payload (401); the message
+            names the failed check and ``details.reason`` repeats it as a word.
+        InterruptExpired: ``now >= expiresAt`` (410).
+        ValueError: ``now`` is naive.
+    """
+    now = _aware(now, "now")
+    if len(token) > MAX_TOKEN_LENGTH:
+        raise _invalid("too_long", f"the token is longer than {MAX_TOKEN_LENGTH} characters")
+    # Decided by the prefix, never by segment count (SPEC_NOTES §5); legacy v1 tokens are refused
+    # because this host never minted any.
+    if not token.startswith(_PREFIX):
+        raise _invalid("not_ow2", "the token does not start with 'ow2.' (only ow2 tokens are accepted)")
+    segments = token.split(".")
+    if len(segments) != 5:
+        raise _invalid("grammar", "the token does not have the five segments ow2.<alg>.<kid>.<payload>.<mac>")
+    _, alg, kid, payload, mac = segments
+    if alg != _ALG:
+        raise _invalid("alg", "the token's alg is not supported (only hs256)")
+    if not _KID.fullmatch(kid):
+        raise _invalid("grammar", "the token's kid is outside the keyId grammar")
+    if not _B64URL.fullmatch(payload) or len(payload) % 4 == 1:
+        raise _invalid("grammar", "the token's payload is not unpadded base64url")
+    if len(mac) != _MAC_LENGTH or not _B64URL.fullmatch(mac):
+        raise _invalid("grammar", "the token's mac is not 43 characters of unpadded base64url")
+    if kid not in keys:
+        raise _invalid("kid", "the token's kid is not a configured signing key")
+    # The encoded texts are compared, not the decoded bytes: base64 ignores the low bits of the
+    # last character, so comparing bytes would let a tampered mac character through.
+    expected = keys._mac(kid, f"{_PREFIX}{_ALG}.{kid}.{payload}")
+    if not hmac.compare_digest(expected.encode("ascii"), mac.encode("ascii")):
+        raise _invalid("mac", "the token's mac does not match")
+
+    claims = _decode_payload(payload, kid)
+    if now >= claims.expires_at:
+        raise InterruptExpired(
+            f"the interrupt token expired at {_format_time(claims.expires_at)}",
+            details={"expiresAt": _format_time(claims.expires_at)},
+        )
+    return claims
+
+
+def require_intent(claims: TokenClaims, intent: Intent) -> None:
+    """Check that a token may be used for ``intent``.
+
+    A ``resolve`` token authorizes both reading and resolving; an ``inspect`` token only reading.
+
+    Raises:
+        Forbidden: a resolve was attempted with an inspect token (403).
+    """
+    if intent == "resolve" and claims.intent != "resolve":
+        raise Forbidden(
+            "this interrupt token only allows inspecting the interrupt, not resolving it",
+            details={"intent": claims.intent},
+        )
+
+
+def _decode_payload(payload: str, kid: str) -> TokenClaims:
+    try:
+        raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+        body = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except (binascii.Error, ValueError, RecursionError) as exc:
+        raise _invalid("payload", "the token's payload is not base64url-encoded JSON") from exc
+    if not isinstance(body, dict) or body.keys() != _PAYLOAD_MEMBERS:
+        raise _invalid("payload", "the token's payload does not have exactly the expected members")
+    run_id, node_id, interrupt_id = body["runId"], body["nodeId"], body["interruptId"]
+    expires_text, intent = body["expiresAt"], body["intent"]
+    if _ids_problem(run_id, node_id, interrupt_id) or intent not in get_args(Intent):
+        raise _invalid("payload", "the token's payload members have the wrong types or values")
+    if not isinstance(expires_text, str) or not _EXPIRES_AT.fullmatch(expires_text):
+        raise _invalid("payload", "the token's expiresAt is not an ISO 8601 UTC timestamp ending in Z")
+    try:
+        expires_at = datetime.fromisoformat(expires_text[:-1] + "+00:00")
+    except ValueError as exc:
+        raise _invalid("payload", "the token's expiresAt is not a valid date and time") from exc
+    return TokenClaims(run_id, node_id, interrupt_id, expires_at, intent, kid)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    body = dict(pairs)
+    if len(body) != len(pairs):
+        raise ValueError("duplicate member")
+    return body
+
+
+def _ids_problem(run_id: object, node_id: object, interrupt_id: object) -> str | None:
+    for name, value in (("runId", run_id), ("nodeId", node_id), ("interruptId", interrupt_id)):
+        if not isinstance(value, str) or not value:
+            return f"{name} must be a non-empty string"
+    if isinstance(interrupt_id, str) and len(interrupt_id) > MAX_INTERRUPT_ID_LENGTH:
+        return f"interruptId is longer than {MAX_INTERRUPT_ID_LENGTH} characters"
+    return None
+
+
+def _invalid(reason: str, message: str) -> InterruptTokenInvalid:
+    return InterruptTokenInvalid(message, details={"reason": reason})
+
+
+def _aware(moment: datetime, name: str) -> datetime:
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError(f"{name} must be a timezone-aware datetime")
+    return moment.astimezone(UTC)
+
+
+def _format_time(moment: datetime) -> str:
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def _b64encode(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
