@@ -16,6 +16,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ PAYLOADS_ID = V2 + "run-event-payloads.schema.json"
 # to vendor (see shared/openwop/SOURCES.md). They exist only so references resolve.
 # ---------------------------------------------------------------------------------------------
 _STAND_IN_SUBJECT: dict[str, Any] = {
-    "$comment": "STAND-IN, not the official subject.schema.json: the shape of SPEC_NOTES §3 (identity.md §1).",
+    "$comment": "STAND-IN, not the official subject.schema.json: the SPEC_NOTES §3 shape (identity.md §1).",
     "type": "object",
     "additionalProperties": False,
     "required": ["issuer", "subjectId", "tenant", "lane", "kind"],
@@ -45,7 +46,18 @@ _STAND_IN_SUBJECT: dict[str, Any] = {
         "subjectId": {"$ref": "ids.schema.json#/$defs/subjectId"},
         "tenant": {"$ref": "ids.schema.json#/$defs/tenantId"},
         "lane": {
-            "enum": ["api-key", "oauth2", "oidc", "mtls", "saml", "scim", "ldap", "workload", "session", "anonymous"]
+            "enum": [
+                "api-key",
+                "oauth2",
+                "oidc",
+                "mtls",
+                "saml",
+                "scim",
+                "ldap",
+                "workload",
+                "session",
+                "anonymous",
+            ]
         },
         "kind": {"enum": ["user", "agent", "anonymous", "workload"]},
         "keyClass": {"type": "string", "minLength": 1},
@@ -113,7 +125,10 @@ def official_schema(name: str) -> dict[str, Any]:
 @cache
 def registry() -> Registry:
     """Every official schema plus the labelled stand-ins."""
-    resources = [(uri, Resource.from_contents(doc, default_specification=DRAFT202012)) for uri, doc in _documents().items()]
+    resources = [
+        (uri, Resource.from_contents(doc, default_specification=DRAFT202012))
+        for uri, doc in _documents().items()
+    ]
     resources += [
         (uri, Resource.from_contents(doc, default_specification=DRAFT202012))
         for uri, doc in STAND_INS.items()
@@ -124,21 +139,21 @@ def registry() -> Registry:
 
 # RFC 3339 date-time. jsonschema asserts `date-time` only when rfc3339-validator is installed, which
 # it is not here; this small checker takes its place so timestamps are judged too.
-_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
 
 def _is_date_time(instance: object) -> bool:
     if not isinstance(instance, str):
         return True
-    if not _DATE_TIME.fullmatch(instance):
+    match = _DATE_TIME.fullmatch(instance)
+    if match is None:
         return False
-    from datetime import datetime
-
-    text = instance.upper().replace("Z", "+00:00")
-    if ":60" in text[17:20]:  # a leap second is valid RFC 3339 but not a Python datetime
-        text = text[:17] + "59" + text[19:]
+    date, hour_minute, second, _, offset = match.groups()
+    # RFC 3339 admits a leap second (:60), which Python's datetime does not represent.
+    second = "59" if second == "60" else second
+    offset = "+00:00" if offset in ("Z", "z") else offset
     try:
-        datetime.fromisoformat(text)
+        datetime.fromisoformat(f"{date}T{hour_minute}:{second}{offset}")
     except ValueError:
         return False
     return True
@@ -161,7 +176,9 @@ def _uri(schema_file: str) -> str:
     return official_schema(schema_file)["$id"]
 
 
-def official_errors(schema_file: str, instance: Any, *, def_name: str | None = None, pointer: str = "") -> list[str]:
+def official_errors(
+    schema_file: str, instance: Any, *, def_name: str | None = None, pointer: str = ""
+) -> list[str]:
     """Messages of every failure of ``instance`` against an official schema (empty when valid).
 
     Args:
@@ -176,16 +193,22 @@ def official_errors(schema_file: str, instance: Any, *, def_name: str | None = N
     return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
 
 
-def is_valid_official(schema_file: str, instance: Any, *, def_name: str | None = None, pointer: str = "") -> bool:
+def is_valid_official(
+    schema_file: str, instance: Any, *, def_name: str | None = None, pointer: str = ""
+) -> bool:
     """Whether ``instance`` passes the official schema."""
     return not official_errors(schema_file, instance, def_name=def_name, pointer=pointer)
 
 
-def validate_official(schema_file: str, instance: Any, *, def_name: str | None = None, pointer: str = "") -> None:
+def validate_official(
+    schema_file: str, instance: Any, *, def_name: str | None = None, pointer: str = ""
+) -> None:
     """Assert that ``instance`` passes the official schema, listing every failure otherwise."""
     errors = official_errors(schema_file, instance, def_name=def_name, pointer=pointer)
     if errors:
-        raise AssertionError(f"not valid against official {schema_file}{pointer and '#' + pointer}:\n" + "\n".join(errors))
+        raise AssertionError(
+            f"not valid against official {schema_file}{pointer and '#' + pointer}:\n" + "\n".join(errors)
+        )
 
 
 def payload_errors(event_type: str, payload: Any) -> list[str]:
@@ -202,9 +225,33 @@ def payload_errors(event_type: str, payload: Any) -> list[str]:
     return [f"payload/{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
 
 
+def _is_type_oneof_overlap(error: SchemaValidationError) -> bool:
+    # KNOWN DEFECT of the vendored run-event.schema.json: `type` is `oneOf [enum, pattern]`, and
+    # every registered name in the enum also matches the vendor pattern, so `oneOf` refuses every
+    # registered type ("valid under each of"). The description says either branch admits a type,
+    # i.e. `anyOf`; only this exact failure is set aside, and `_type_errors` re-checks `type`
+    # with `anyOf` semantics. tests/protocol/test_official_judge.py pins the defect.
+    return list(error.absolute_path) == ["type"] and error.validator == "oneOf" and not error.context
+
+
+def _type_errors(event_type: Any) -> list[str]:
+    branches = official_schema(RUN_EVENT_ID)["properties"]["type"]["oneOf"]
+    if any(Draft202012Validator(branch).is_valid(event_type) for branch in branches):
+        return []
+    return [f"type: {event_type!r} is neither a registered type nor a vendor <org>.<name>"]
+
+
 def event_errors(event_doc: Any) -> list[str]:
-    """Failures of a RunEventDoc: the envelope, then the payload through the root ``_typeIndex``."""
-    errors = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in _validator_for(RUN_EVENT_ID).iter_errors(event_doc)]
+    """Failures of a RunEventDoc: the envelope, then the payload through the root ``_typeIndex``.
+
+    The envelope's ``type`` is judged with ``anyOf`` semantics; see :func:`_is_type_oneof_overlap`.
+    """
+    errors = []
+    for error in _validator_for(RUN_EVENT_ID).iter_errors(event_doc):
+        if _is_type_oneof_overlap(error):
+            errors += _type_errors(event_doc["type"])
+        else:
+            errors.append(f"{'/'.join(map(str, error.absolute_path)) or '<root>'}: {error.message}")
     if isinstance(event_doc, dict) and isinstance(event_doc.get("type"), str):
         index = official_schema(PAYLOADS_ID)["_typeIndex"]["properties"]
         if event_doc["type"] in index:
@@ -234,9 +281,7 @@ def official_examples() -> list[tuple[str, str, Any]]:
     found: list[tuple[str, str, Any]] = []
     for uri, doc in sorted(_documents().items()):
         for pointer, node in _walk(doc):
-            if isinstance(node, dict) and isinstance(node.get("examples"), list) and "properties" in node | {
-                "properties": None
-            }:
+            if isinstance(node, dict) and isinstance(node.get("examples"), list):
                 found.extend((uri, pointer, example) for example in node["examples"])
     return found
 
@@ -247,7 +292,11 @@ def unresolved_external_refs() -> list[str]:
     docs = _documents()
     for uri, doc in docs.items():
         for _, node in _walk(doc):
-            if isinstance(node, dict) and isinstance(node.get("$ref"), str) and not node["$ref"].startswith("#"):
+            if (
+                isinstance(node, dict)
+                and isinstance(node.get("$ref"), str)
+                and not node["$ref"].startswith("#")
+            ):
                 target, _ = urldefrag(urljoin(uri, node["$ref"]))
                 if target not in docs and target not in STAND_INS:
                     missing.add(target)

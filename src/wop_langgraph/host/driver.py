@@ -15,8 +15,9 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError, UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command
@@ -24,12 +25,13 @@ from sqlalchemy import Engine, update
 
 from wop_langgraph.nodes._context import CONTEXT_KEY, RunContext
 from wop_langgraph.protocol.errors import WopError
+from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.events import NewEvent, append_events
 from wop_langgraph.store.interrupts import InterruptRecord, interrupts_of_run, mark_consumed
 from wop_langgraph.store.run_tables import runs_table
 
-__all__ = ["GraphDriver", "TERMINAL_STATUSES", "jsonable"]
+__all__ = ["TERMINAL_STATUSES", "GraphDriver", "jsonable"]
 
 TERMINAL_STATUSES = ("completed", "failed", "cancelled")
 STRICT_RESUME_KEY = "__pregel_strict_resume"
@@ -52,7 +54,11 @@ def error_object(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, WopError):
         return exc.error_object()
     if isinstance(exc, GraphRecursionError):
-        return {"code": "recursion_limit_exceeded", "message": str(exc) or "recursion limit", "retryable": False}
+        return {
+            "code": "recursion_limit_exceeded",
+            "message": str(exc) or "recursion limit",
+            "retryable": False,
+        }
     message = "".join(traceback.format_exception_only(type(exc), exc)).strip() or type(exc).__name__
     return {"code": "internal_error", "message": message, "retryable": False}
 
@@ -62,7 +68,7 @@ class GraphDriver:
     """Executes one run's graph against the store and records what it did."""
 
     engine: Engine
-    graph: Pregel
+    graph: Pregel[Any, Any, Any, Any]
     context: RunContext
     clock: Callable[[], datetime]
     recursion_limit: int | None = None
@@ -75,7 +81,7 @@ class GraphDriver:
             CONTEXT_KEY: self.context,
             STRICT_RESUME_KEY: True,
         }
-        config: dict[str, Any] = {"configurable": configurable}
+        config: RunnableConfig = {"configurable": configurable}
         if self.recursion_limit is not None:
             config["recursion_limit"] = self.recursion_limit
         failed_node: str | None = None
@@ -112,7 +118,7 @@ class GraphDriver:
             self._append(NewEvent("node.completed", {"nodeId": name}, node_id=name))
         return None
 
-    def _settle(self, config: dict[str, Any]) -> None:
+    def _settle(self, config: RunnableConfig) -> None:
         """Set the run's status from the saved state: waiting on an interrupt, or completed."""
         state = self.graph.get_state(config)
         now = self.clock()
@@ -122,15 +128,26 @@ class GraphDriver:
                 first = pending[0]
                 conn.execute(
                     update(runs_table)
-                    .where(runs_table.c.run_id == self.context.run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
-                    .values(status=waiting_status_for(first.kind), current_node_id=first.node_id, updated_at=now)
+                    .where(
+                        runs_table.c.run_id == self.context.run_id,
+                        runs_table.c.status.not_in(TERMINAL_STATUSES),
+                    )
+                    .values(
+                        status=waiting_status_for(cast(InterruptKind, first.kind)),
+                        current_node_id=first.node_id,
+                        updated_at=now,
+                    )
                 )
                 return
             if state.next:
                 # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
                 self._finish(conn, "failed", now, error=_stuck_error(state.next))
                 return
-            outputs = jsonable(state.values) if isinstance(state.values, dict) else {"value": jsonable(state.values)}
+            outputs = (
+                jsonable(state.values)
+                if isinstance(state.values, dict)
+                else {"value": jsonable(state.values)}
+            )
             self._finish(conn, "completed", now, outputs=outputs)
 
     def _fail(self, exc: BaseException, failed_node: str | None) -> None:

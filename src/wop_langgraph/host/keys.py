@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["MAX_KEY_LENGTH", "interrupt_key", "interrupt_id_for", "tenant_of"]
+__all__ = ["MAX_KEY_LENGTH", "interrupt_id_for", "interrupt_key", "tenant_of"]
 
 MAX_KEY_LENGTH = 256
 

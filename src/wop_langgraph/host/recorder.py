@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from langgraph.types import Interrupt
 from sqlalchemy import Connection, func, select, update
@@ -20,6 +20,7 @@ from wop_langgraph._clock import utcnow
 from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.nodes._context import node_path
 from wop_langgraph.nodes._suspend import ENVELOPE_MARK
+from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.events import NewEvent, append_events
 from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run
@@ -106,7 +107,9 @@ class InterruptRecorder:
         conn.execute(
             update(runs_table)
             .where(runs_table.c.run_id == run_id, runs_table.c.status.in_(["pending", "running"]))
-            .values(status=waiting_status_for(kind), current_node_id=node_id, updated_at=now)
+            .values(
+                status=waiting_status_for(cast(InterruptKind, kind)), current_node_id=node_id, updated_at=now
+            )
         )
 
 
@@ -118,7 +121,11 @@ def _unwrap(batch: WriteBatch, value: Any) -> tuple[str, str, dict[str, Any]]:
     # addressable as a custom interrupt of the node that raised it.
     node = batch.task_path.rsplit(", ", 1)[-1] if batch.task_path.startswith("~__pregel_pull") else "task"
     task_ns = "|".join(p for p in (batch.checkpoint_ns, f"{node}:{batch.task_id}") if p)
-    return node_path(task_ns), task_ns, {"kind": "custom", "data": {"customKind": "langgraph.interrupt", "payload": value}}
+    return (
+        node_path(task_ns),
+        task_ns,
+        {"kind": "custom", "data": {"customKind": "langgraph.interrupt", "payload": value}},
+    )
 
 
 def _settled_count(conn: Connection, run_id: str, node_id: str) -> int:

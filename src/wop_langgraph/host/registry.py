@@ -22,7 +22,7 @@ class RegisteredGraph:
     """A workflow: its graph (bound to the store) and where rejected approvals continue."""
 
     workflow_id: str
-    graph: Pregel
+    graph: Pregel[Any, Any, Any, Any]
     rejection_routes: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -33,7 +33,9 @@ class GraphRegistry:
         self._saver = saver
         self._graphs: dict[str, RegisteredGraph] = {}
 
-    def register(self, workflow_id: str, graph: Pregel, rejection_routes: Mapping[str, str]) -> None:
+    def register(
+        self, workflow_id: str, graph: Pregel[Any, Any, Any, Any], rejection_routes: Mapping[str, str]
+    ) -> None:
         """Bind ``graph`` to the store and register it.
 
         Static breakpoints (``interrupt_before`` / ``interrupt_after``) are refused: they
@@ -50,7 +52,10 @@ class GraphRegistry:
         unknown = sorted(set(rejection_routes.values()) - set(graph.nodes))
         if unknown:
             raise ValidationError(f"rejection routes name unknown nodes: {', '.join(unknown)}")
-        nodes = {name: node.copy({"retry_policy": _never_retry_rejection(node.retry_policy)}) for name, node in graph.nodes.items()}
+        nodes = {
+            name: node.copy({"retry_policy": _never_retry_rejection(node.retry_policy)})
+            for name, node in graph.nodes.items()
+        }
         bound = graph.copy(update={"checkpointer": self._saver, "nodes": nodes})
         self._graphs[workflow_id] = RegisteredGraph(workflow_id, bound, dict(rejection_routes))
 
@@ -84,6 +89,6 @@ def _guard(policy: RetryPolicy) -> RetryPolicy:
             return isinstance(exc, original)
         if isinstance(original, (list, tuple)):
             return isinstance(exc, tuple(original))
-        return bool(original(exc))
+        return bool(original(exc))  # type: ignore[operator]
 
     return policy._replace(retry_on=retry_on)

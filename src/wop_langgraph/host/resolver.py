@@ -52,8 +52,16 @@ _RESOLVED_ALIAS = {
     "overridden": "approval.overridden",
 }
 #: Outcomes that must not be cached under an Idempotency-Key (SPEC_NOTES §4).
-_NOT_CACHED = {"validation_error", "idempotency_key_invalid", "unauthenticated", "forbidden", "run_forbidden",
-               "id_tenant_mismatch", "rate_limited", "internal_error"}
+_NOT_CACHED = {
+    "validation_error",
+    "idempotency_key_invalid",
+    "unauthenticated",
+    "forbidden",
+    "run_forbidden",
+    "id_tenant_mismatch",
+    "rate_limited",
+    "internal_error",
+}
 
 
 class Resolver:
@@ -84,7 +92,9 @@ class Resolver:
         engine = self._host.engine
         now = self._host.clock()
         with engine.begin() as conn:
-            started = idempotency.begin(conn, scope=scope, endpoint=endpoint, key=idempotency_key, digest=digest, now=now)
+            started = idempotency.begin(
+                conn, scope=scope, endpoint=endpoint, key=idempotency_key, digest=digest, now=now
+            )
         if started.outcome is idempotency.BeginOutcome.REPLAY:
             assert started.response is not None
             if started.response.status_code >= 400:
@@ -102,16 +112,28 @@ class Resolver:
                     idempotency.release(conn, scope=scope, endpoint=endpoint, key=idempotency_key)
                 else:
                     stored = idempotency.StoredResponse(exc.status, {}, exc.envelope())
-                    idempotency.complete(conn, scope=scope, endpoint=endpoint, key=idempotency_key, response=stored,
-                                         now=self._host.clock())
+                    idempotency.complete(
+                        conn,
+                        scope=scope,
+                        endpoint=endpoint,
+                        key=idempotency_key,
+                        response=stored,
+                        now=self._host.clock(),
+                    )
             raise
         except BaseException:
             with engine.begin() as conn:
                 idempotency.release(conn, scope=scope, endpoint=endpoint, key=idempotency_key)
             raise
         with engine.begin() as conn:
-            idempotency.complete(conn, scope=scope, endpoint=endpoint, key=idempotency_key,
-                                 response=idempotency.StoredResponse(200, {}, result), now=self._host.clock())
+            idempotency.complete(
+                conn,
+                scope=scope,
+                endpoint=endpoint,
+                key=idempotency_key,
+                response=idempotency.StoredResponse(200, {}, result),
+                now=self._host.clock(),
+            )
         return result
 
     def _resolve(
@@ -175,7 +197,9 @@ class Resolver:
             details={"subjectId": principal.subject_id},
         )
 
-    def _vote(self, target: InterruptRecord, parsed: ApprovalResume, principal: Principal, now: datetime) -> Tally | None:
+    def _vote(
+        self, target: InterruptRecord, parsed: ApprovalResume, principal: Principal, now: datetime
+    ) -> Tally | None:
         """Record the vote; returns the deciding tally, or ``None`` while the gate stays open."""
         data = target.payload["data"]
         voter = parsed.voter or principal.subject_id
@@ -253,7 +277,8 @@ class Resolver:
         return sum(
             1
             for r in rows
-            if r.kind == "conversation.exchange" and r.payload["data"].get("conversationId") == conversation_id
+            if r.kind == "conversation.exchange"
+            and r.payload["data"].get("conversationId") == conversation_id
         )
 
     def sweep(self, now: datetime) -> int:

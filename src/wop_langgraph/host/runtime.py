@@ -98,7 +98,13 @@ class WopHost:
 
     # -- graphs -----------------------------------------------------------------------------
 
-    def register(self, workflow_id: str, graph: Pregel, *, rejection_routes: Mapping[str, str] | None = None) -> None:
+    def register(
+        self,
+        workflow_id: str,
+        graph: Pregel[Any, Any, Any, Any],
+        *,
+        rejection_routes: Mapping[str, str] | None = None,
+    ) -> None:
         """Register a compiled graph under ``workflow_id``.
 
         Args:
@@ -167,7 +173,11 @@ class WopHost:
             snap["currentNodeId"] = row.current_node_id
         if row.error:
             snap["error"] = {k: v for k, v in row.error.items() if k in ("code", "message", "details")}
-        for name, value in (("configurable", row.configurable), ("tags", row.tags), ("metadata", row.run_metadata)):
+        for name, value in (
+            ("configurable", row.configurable),
+            ("tags", row.tags),
+            ("metadata", row.run_metadata),
+        ):
             if value is not None:
                 snap[name] = value
         if row.completed_at is not None:
@@ -190,7 +200,9 @@ class WopHost:
         with self.engine.connect() as conn:
             return interrupts_of_run(conn, run_id)
 
-    def cancel(self, run_id: str, *, reason: str | None = None, principal: Principal | None = None) -> dict[str, Any]:
+    def cancel(
+        self, run_id: str, *, reason: str | None = None, principal: Principal | None = None
+    ) -> dict[str, Any]:
         """Cancel a run: its pending interrupts become unresolvable; returns ``{runId, status}``.
 
         Raises:
@@ -207,7 +219,9 @@ class WopHost:
                 row = conn.execute(select(runs_table.c.status).where(runs_table.c.run_id == run_id)).first()
                 if row is None:
                     raise NotFound(f"no run {run_id!r}")
-                raise RunTerminal(f"run {run_id!r} is already {row.status}", details={"runStatus": row.status})
+                raise RunTerminal(
+                    f"run {run_id!r} is already {row.status}", details={"runStatus": row.status}
+                )
             cancel_pending(conn, run_id, now=now)
             payload: dict[str, Any] = {}
             if reason:
@@ -310,10 +324,14 @@ class WopHost:
             emit=functools.partial(self._emit_once, row.run_id),
         )
 
-    def _emit_once(self, run_id: str, event_type: str, node_id: str, payload: dict[str, Any], event_id: str) -> None:
+    def _emit_once(
+        self, run_id: str, event_type: str, node_id: str, payload: dict[str, Any], event_id: str
+    ) -> None:
         """Append a node-level event unless an event with ``event_id`` exists (a replay)."""
         with self.engine.begin() as conn:
-            seen = conn.execute(select(events_table.c.sequence).where(events_table.c.event_id == event_id)).first()
+            seen = conn.execute(
+                select(events_table.c.sequence).where(events_table.c.event_id == event_id)
+            ).first()
             if seen is None:
                 event = NewEvent(event_type, payload, node_id=node_id, event_id=event_id)
                 append_events(conn, run_id, [event], now=self.clock())

@@ -17,7 +17,9 @@ from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 __all__ = ["check_resume_value"]
 
 
-def check_resume_value(payload: dict[str, Any], value: Any, *, received_at: datetime) -> ApprovalResume | None:
+def check_resume_value(
+    payload: dict[str, Any], value: Any, *, received_at: datetime
+) -> ApprovalResume | None:
     """Validate ``value`` as the resume of the interrupt ``payload``.
 
     Returns the parsed approval resume for approval interrupts, ``None`` for the other kinds.
@@ -39,7 +41,9 @@ def check_resume_value(payload: dict[str, Any], value: Any, *, received_at: date
     elif kind == "external-event":
         _check_correlation(data.get("correlation", {}), value)
     elif kind == "conversation.exchange" and data.get("outcomeSchema") is not None:
-        validate_against_schema(value, data["outcomeSchema"], what="resumeValue (the exchange's outcomeSchema)")
+        validate_against_schema(
+            value, data["outcomeSchema"], what="resumeValue (the exchange's outcomeSchema)"
+        )
     if payload.get("resumeSchema") is not None:
         validate_against_schema(value, payload["resumeSchema"], what="resumeValue")
     return parsed
@@ -61,14 +65,18 @@ def _check_answers(questions: list[dict[str, Any]], value: Any) -> None:
     for question in questions:
         qid = question["id"]
         if qid not in answers:
-            raise ValidationError(f"question {qid!r} is not answered", details={"path": f"/resumeValue/answers/{qid}"})
+            raise ValidationError(
+                f"question {qid!r} is not answered", details={"path": f"/resumeValue/answers/{qid}"}
+            )
         if question.get("schema") is not None:
             validate_against_schema(answers[qid], question["schema"], what=f"the answer to question {qid!r}")
 
 
 def _check_correlation(correlation: dict[str, Any], value: Any) -> None:
     if not isinstance(value, dict):
-        raise ValidationError("an external event is delivered as a JSON object", details={"path": "/resumeValue"})
+        raise ValidationError(
+            "an external event is delivered as a JSON object", details={"path": "/resumeValue"}
+        )
     for name, expected in correlation.items():
         if value.get(name) != expected:
             raise ValidationError(

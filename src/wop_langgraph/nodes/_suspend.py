@@ -57,7 +57,9 @@ class Delivery:
                 "this interrupt was resumed without WopHost.resolve (a raw Command(resume=...)); "
                 "resolve OpenWOP interrupts through the host so they are validated and recorded"
             )
-        return cls(status=value["status"], resume_value=value.get("resumeValue"), resolution=value["resolution"])
+        return cls(
+            status=value["status"], resume_value=value.get("resumeValue"), resolution=value["resolution"]
+        )
 
 
 def timeout_ms(timeout: timedelta | float | None) -> int | None:

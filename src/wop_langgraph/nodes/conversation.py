@@ -52,7 +52,9 @@ def exchange(
     return _answered(suspend("conversation.exchange", data, call=call)).resume_value
 
 
-def close_conversation(conversation_id: str, *, reason: str | None = None, turn_count: int | None = None) -> None:
+def close_conversation(
+    conversation_id: str, *, reason: str | None = None, turn_count: int | None = None
+) -> None:
     """Close the conversation: appends ``conversation.closed`` once."""
     call = _enabled()
     closed: dict[str, Any] = {"conversationId": conversation_id}

@@ -47,4 +47,4 @@ def escalate_on_low_confidence(
     data = {"agentId": agent_id, "threshold": limit, "observed": confidence, "decision": decision}
     answer = _answered(suspend("low-confidence", data, resume_schema=LOW_CONFIDENCE_RESUME_SCHEMA, call=call))
     value = answer.resume_value or {}
-    return value["decision"] if "decision" in value else decision
+    return value.get("decision", decision)

@@ -83,7 +83,12 @@ def request_credential(
             "credential interrupts are not enabled on this host (WopHost(credentials=True))",
             details={"capability": "oauth.credentialInterrupt"},
         )
-    data: dict[str, Any] = {"provider": provider, "scopes": list(scopes), "reason": reason, "connectUrl": connect_url}
+    data: dict[str, Any] = {
+        "provider": provider,
+        "scopes": list(scopes),
+        "reason": reason,
+        "connectUrl": connect_url,
+    }
     if credential_ref is not None:
         data["credentialRef"] = credential_ref
     delivery = suspend("credential", data, resume_schema=CREDENTIAL_RESUME_SCHEMA, timeout=timeout, call=call)
@@ -94,5 +99,7 @@ def request_credential(
 def _answered(delivery: Delivery) -> Delivery:
     """The delivery, unless the interrupt timed out (then the node fails: nobody answered)."""
     if delivery.status == "expired":
-        raise InterruptExpired("nobody answered before the interrupt's timeout", details={"reason": "timeout"})
+        raise InterruptExpired(
+            "nobody answered before the interrupt's timeout", details={"reason": "timeout"}
+        )
     return delivery

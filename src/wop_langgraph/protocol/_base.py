@@ -115,34 +115,39 @@ def member_error(member: str, message: str, *, rule: str = "required") -> Pydant
 
 
 def validation_error_from(
-    exc: pydantic.ValidationError, *, what: str, strip_union_tag: bool = False
+    exc: pydantic.ValidationError, *, what: str, union_tag: str | None = None
 ) -> ValidationError:
     """Translate a pydantic error into the project's ``400 validation_error``.
 
     Args:
         exc: The pydantic error.
         what: What was being validated, for the message (``"interrupt payload"``).
-        strip_union_tag: True when the value was validated through a discriminated union,
-            whose tag pydantic inserts as the first path element.
+        union_tag: The discriminator member when the value was validated through a
+            discriminated union (``"kind"``); pydantic puts the tag value first in each path.
 
     Returns:
         A :class:`ValidationError` whose ``details`` are ``{schema, path, rule, errors[]}``:
-        ``path`` is the JSON pointer of the first failure and ``rule`` its pydantic error type
-        (or the project rule, e.g. ``required``), and ``errors`` lists every failure.
+        ``path`` is the JSON pointer of the first failure, ``rule`` the JSON Schema keyword it
+        breaks (``required``, ``pattern``, ``additionalProperties``, ...) or the project rule,
+        and ``errors`` lists every failure the same way.
     """
     listed: list[dict[str, str]] = []
     for error in exc.errors(include_url=False):
         loc = list(error["loc"])
-        if strip_union_tag and loc and error["type"] not in {"union_tag_invalid", "union_tag_not_found"}:
-            loc = loc[1:]
+        kind = str(error["type"])
+        if union_tag is not None:
+            if kind in {"union_tag_invalid", "union_tag_not_found"}:
+                loc.append(union_tag)
+            elif loc:
+                loc = loc[1:]
         ctx = error.get("ctx") or {}
-        rule = str(error["type"])
-        if error["type"] == "wop_rule":
+        rule = _RULES.get(kind) or ("type" if kind.endswith("_type") else kind)
+        if kind == "wop_rule":
             loc.append(str(ctx["member"]))
-            rule = str(ctx.get("rule", rule))
-            if "pointer" in ctx:
-                loc.extend(part for part in str(ctx["pointer"]).split("/")[1:])
-        listed.append({"path": json_pointer(loc), "rule": rule, "message": error["msg"]})
+            rule = str(ctx.get("rule", "invalid"))
+            loc.extend(part for part in str(ctx.get("pointer", "")).split("/")[1:])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        listed.append({"path": json_pointer(loc), "rule": rule, "message": message})
     first = listed[0] if listed else {"path": "", "rule": "invalid", "message": str(exc)}
     where = first["path"] or "the document root"
     details: dict[str, Any] = {
@@ -152,6 +157,27 @@ def validation_error_from(
         "errors": listed[:_MAX_LISTED_ERRORS],
     }
     return ValidationError(f"{what} is invalid at {where}: {first['message']}", details=details)
+
+
+# pydantic error types -> the JSON Schema keyword a reader of the contract would look for.
+_RULES: Final[Mapping[str, str]] = {
+    "missing": "required",
+    "union_tag_not_found": "required",
+    "union_tag_invalid": "enum",
+    "literal_error": "enum",
+    "extra_forbidden": "additionalProperties",
+    "string_pattern_mismatch": "pattern",
+    "string_too_short": "minLength",
+    "string_too_long": "maxLength",
+    "too_short": "minItems",
+    "too_long": "maxItems",
+    "greater_than_equal": "minimum",
+    "greater_than": "exclusiveMinimum",
+    "less_than_equal": "maximum",
+    "less_than": "exclusiveMaximum",
+    "finite_number": "type",
+    "value_error": "invalid",
+}
 
 
 def _wire_json_schema(schema: dict[str, Any], cls: type[Any]) -> None:

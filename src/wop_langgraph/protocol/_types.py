@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 from annotated_types import Ge, Le
@@ -45,11 +45,14 @@ def _integral_float_to_int(value: Any) -> Any:
     return value
 
 
-JsonInt = Annotated[int, BeforeValidator(_integral_float_to_int)]
-"""A JSON Schema ``integer``: an ``int``, or a float such as ``5.0`` with no fractional part."""
+_AS_INT: Final = BeforeValidator(_integral_float_to_int)
 
-NonNegativeInt = Annotated[JsonInt, Ge(0)]
-PositiveInt = Annotated[JsonInt, Ge(1)]
+# Bounds go before the coercion so pydantic applies them to the integer schema itself (and
+# states them as `minimum` in the JSON Schema), with the coercion wrapped around it.
+JsonInt = Annotated[int, _AS_INT]
+"""A JSON Schema ``integer``: an ``int``, or a float such as ``5.0`` with no fractional part."""
+NonNegativeInt = Annotated[int, Ge(0), _AS_INT]
+PositiveInt = Annotated[int, Ge(1), _AS_INT]
 
 Probability = Annotated[float, Ge(0), Le(1)]
 """A number in ``[0, 1]``: confidences and thresholds. NaN and infinities never pass."""

@@ -141,7 +141,7 @@ def parse_approval_resume(value: object, *, default_decided_at: str | None = Non
     try:
         return _RESUME_ADAPTER.validate_python(value, context=WIRE_CONTEXT)
     except pydantic.ValidationError as exc:
-        raise validation_error_from(exc, what="approval resume", strip_union_tag=True) from exc
+        raise validation_error_from(exc, what="approval resume", union_tag="action") from exc
 
 
 def check_action_allowed(resume: ApprovalResume, data: ApprovalData) -> None:

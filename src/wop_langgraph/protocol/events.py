@@ -129,8 +129,8 @@ def parse_event_payload(event_type: str, payload: object) -> WireModel:
     try:
         model: WireModel = adapter.validate_python(payload, context=WIRE_CONTEXT)
     except pydantic.ValidationError as exc:
-        tagged = EVENT_PAYLOAD_MODELS[event_type] is _INTERRUPT_PAYLOADS
-        raise validation_error_from(exc, what=f"{event_type} payload", strip_union_tag=tagged) from exc
+        tag = "kind" if EVENT_PAYLOAD_MODELS[event_type] is _INTERRUPT_PAYLOADS else None
+        raise validation_error_from(exc, what=f"{event_type} payload", union_tag=tag) from exc
     return model
 
 

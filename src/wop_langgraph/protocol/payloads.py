@@ -346,4 +346,4 @@ def parse_interrupt_payload(value: object) -> InterruptPayload:
     try:
         return _PAYLOAD_ADAPTER.validate_python(value, context=WIRE_CONTEXT)
     except pydantic.ValidationError as exc:
-        raise validation_error_from(exc, what="interrupt payload", strip_union_tag=True) from exc
+        raise validation_error_from(exc, what="interrupt payload", union_tag="kind") from exc

@@ -29,7 +29,9 @@ class Vote:
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> Vote:
-        return cls(voter=str(value["voter"]), action=str(value["action"]), override=bool(value.get("override")))
+        return cls(
+            voter=str(value["voter"]), action=str(value["action"]), override=bool(value.get("override"))
+        )
 
 
 @dataclass(frozen=True, slots=True)
