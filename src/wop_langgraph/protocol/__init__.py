@@ -38,7 +38,13 @@ from wop_langgraph.protocol.event_payloads import (
     RunFailed,
     RunStarted,
 )
-from wop_langgraph.protocol.events import EVENT_PAYLOAD_MODELS, RunEvent, is_event_type, make_event, parse_event_payload
+from wop_langgraph.protocol.events import (
+    EVENT_PAYLOAD_MODELS,
+    RunEvent,
+    is_event_type,
+    make_event,
+    parse_event_payload,
+)
 from wop_langgraph.protocol.ids import (
     is_tenant_bound_id,
     mint_opaque,

@@ -15,6 +15,7 @@ from annotated_types import Ge, Le
 from pydantic import AfterValidator, BeforeValidator, JsonValue, StringConstraints, WithJsonSchema
 
 __all__ = [
+    "AS_INT",
     "DateTimeStr",
     "HttpsUrl",
     "JsonInt",
@@ -45,14 +46,15 @@ def _integral_float_to_int(value: Any) -> Any:
     return value
 
 
-_AS_INT: Final = BeforeValidator(_integral_float_to_int)
+AS_INT: Final = BeforeValidator(_integral_float_to_int)
+"""Annotation metadata turning an integral float (``5.0``) into an ``int``, as JSON Schema allows."""
 
 # Bounds go before the coercion so pydantic applies them to the integer schema itself (and
 # states them as `minimum` in the JSON Schema), with the coercion wrapped around it.
-JsonInt = Annotated[int, _AS_INT]
+JsonInt = Annotated[int, AS_INT]
 """A JSON Schema ``integer``: an ``int``, or a float such as ``5.0`` with no fractional part."""
-NonNegativeInt = Annotated[int, Ge(0), _AS_INT]
-PositiveInt = Annotated[int, Ge(1), _AS_INT]
+NonNegativeInt = Annotated[int, Ge(0), AS_INT]
+PositiveInt = Annotated[int, Ge(1), AS_INT]
 
 Probability = Annotated[float, Ge(0), Le(1)]
 """A number in ``[0, 1]``: confidences and thresholds. NaN and infinities never pass."""

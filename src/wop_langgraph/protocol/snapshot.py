@@ -14,7 +14,8 @@ from annotated_types import Ge, MaxLen
 from pydantic import StringConstraints
 
 from wop_langgraph.protocol._base import WIRE_REQUIRED, WireModel
-from wop_langgraph.protocol._types import DateTimeStr, JsonObject, NonEmptyStr, NonNegativeInt, PositiveInt
+from wop_langgraph.protocol._types import AS_INT as _AS_INT
+from wop_langgraph.protocol._types import DateTimeStr, JsonObject, NonEmptyStr, NonNegativeInt
 from wop_langgraph.protocol.ids import NodeId, TenantBoundId, WorkflowId
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.subject import RunOwner
@@ -89,7 +90,7 @@ class RunSnapshot(WireModel):
     workflow_id: WorkflowId
     status: RunStatus
     owner: RunOwner
-    event_log_schema_version: Annotated[PositiveInt, Ge(2), WIRE_REQUIRED] = EVENT_LOG_SCHEMA_VERSION
+    event_log_schema_version: Annotated[int, Ge(2), _AS_INT, WIRE_REQUIRED] = EVENT_LOG_SCHEMA_VERSION
     engine_version: NonNegativeInt | None = None
     current_node_id: NodeId | None = None
     """The node holding the interrupt while the run waits."""

@@ -47,19 +47,19 @@ def read_tuple(
         ).first()
     if found is None:
         return None
-    row: CheckpointRow = found._tuple()
+    row: CheckpointRow = tuple(found)
     writes = conn.execute(sql.writes_of_checkpoint, {"tid": row[0], "ns": row[1], "cid": row[2]})
-    return row, [w._tuple() for w in writes]
+    return row, [tuple(w) for w in writes]
 
 
 def read_page(conn: Connection, sql: Statements, query: Select[Any]) -> list[Loaded]:
     """The rows ``query`` selects, each with its writes (one writes query per namespace)."""
-    rows: list[CheckpointRow] = [r._tuple() for r in conn.execute(query)]
+    rows: list[CheckpointRow] = [tuple(r) for r in conn.execute(query)]
     by_namespace: dict[tuple[str, str], list[WriteRow]] = {}
     for thread_id, checkpoint_ns in dict.fromkeys((r[0], r[1]) for r in rows):
         ids = [r[2] for r in rows if r[0] == thread_id and r[1] == checkpoint_ns]
         by_namespace[(thread_id, checkpoint_ns)] = [
-            w._tuple()
+            tuple(w)
             for w in conn.execute(
                 sql.writes_of_checkpoints, {"tid": thread_id, "ns": checkpoint_ns, "cids": ids}
             )
@@ -144,7 +144,7 @@ def prune(conn: Connection, sql: Statements, thread_ids: list[str], strategy: Pr
             history its values are rebuilt from; nothing is pruned.
     """
     keys = [tuple(r) for r in conn.execute(sql.prune_keys, {"thread_ids": thread_ids})]
-    pending: set[_Key] = {r._tuple() for r in conn.execute(sql.prune_pending, {"thread_ids": thread_ids})}
+    pending: set[_Key] = {tuple(r) for r in conn.execute(sql.prune_pending, {"thread_ids": thread_ids})}
     keep = set(pending)
     if strategy == "keep_latest":
         latest: dict[tuple[str, str], str] = {}

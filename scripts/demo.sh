@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Run the demo from a fresh machine: creates .venv, installs the project, runs `wop-langgraph demo`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+VENV="${WOP_VENV:-.venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet -e .
+exec "$VENV/bin/wop-langgraph" demo "$@"

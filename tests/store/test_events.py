@@ -1,0 +1,294 @@
+"""The event log: gap-free per-run sequences from 0, ordered reads, wire shape, concurrent appenders."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Engine
+
+from tests.official import validate_event
+from tests.store._workers import BARRIER_TIMEOUT_S, append_worker
+from wop_langgraph._clock import as_utc, iso_z
+from wop_langgraph.store.engine import READ_ONLY, make_engine
+from wop_langgraph.store.events import NewEvent, append_events, last_sequence, read_events
+from wop_langgraph.store.migrations import upgrade
+
+NOW = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
+RUN = "acme/run-0123456789abcdef"
+OTHER_RUN = "acme/run-fedcba9876543210"
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    eng = make_engine(db_url, pool_size=10, max_overflow=0)
+    upgrade(eng)
+    try:
+        yield eng
+    finally:
+        eng.dispose()
+
+
+def log(i: int) -> NewEvent:
+    return NewEvent(type="log.appended", payload={"level": "info", "message": f"m{i}"})
+
+
+def append(engine: Engine, run_id: str, events: list[NewEvent]) -> list[int]:
+    with engine.begin() as conn:
+        return [e.sequence for e in append_events(conn, run_id, events, now=NOW)]
+
+
+def sequences(engine: Engine, run_id: str, **kwargs: object) -> list[int]:
+    with engine.connect().execution_options(**{READ_ONLY: True}) as conn:
+        return [e.sequence for e in read_events(conn, run_id, **kwargs)]  # type: ignore[arg-type]
+
+
+def test_sequences_start_at_zero_and_are_gap_free(engine: Engine) -> None:
+    assert append(engine, RUN, [log(0)]) == [0]
+    assert append(engine, RUN, [log(1), log(2), log(3)]) == [1, 2, 3]
+    assert append(engine, RUN, [log(4)]) == [4]
+    assert append(engine, RUN, []) == []
+    assert sequences(engine, RUN) == [0, 1, 2, 3, 4]
+
+
+def test_sequences_are_per_run(engine: Engine) -> None:
+    assert append(engine, RUN, [log(0), log(1)]) == [0, 1]
+    assert append(engine, OTHER_RUN, [log(0)]) == [0]
+    assert append(engine, RUN, [log(2)]) == [2]
+    assert append(engine, OTHER_RUN, [log(1), log(2)]) == [1, 2]
+    assert sequences(engine, RUN) == [0, 1, 2]
+    assert sequences(engine, OTHER_RUN) == [0, 1, 2]
+    with engine.connect() as conn:
+        assert {e.run_id for e in read_events(conn, RUN)} == {RUN}
+        assert [e.payload["message"] for e in read_events(conn, OTHER_RUN)] == ["m0", "m1", "m2"]
+
+
+def test_stored_event_round_trips(engine: Engine) -> None:
+    event = NewEvent(
+        type="node.started",
+        payload={"nodeId": "review", "typeId": "core.approval"},
+        node_id="review",
+        causation_id="cause-0123456789abcdef",
+    )
+    with engine.begin() as conn:
+        (written,) = append_events(conn, RUN, [event], now=NOW)
+    with engine.connect() as conn:
+        (read,) = read_events(conn, RUN)
+    assert (read.run_id, read.sequence, read.event_id, read.type) == (RUN, 0, event.event_id, "node.started")
+    assert read.payload == event.payload
+    assert (read.node_id, read.causation_id, read.schema_version) == ("review", event.causation_id, 1)
+    assert as_utc(read.timestamp) == NOW
+    assert read.to_wire() == written.to_wire()
+
+
+def test_read_after_returns_only_later_events_in_order(engine: Engine) -> None:
+    append(engine, RUN, [log(i) for i in range(5)])
+    append(engine, OTHER_RUN, [log(i) for i in range(7)])
+    append(engine, RUN, [log(i) for i in range(5, 10)])
+    assert sequences(engine, RUN) == list(range(10))
+    assert sequences(engine, RUN, after=4) == [5, 6, 7, 8, 9]
+    assert sequences(engine, RUN, after=8) == [9]
+    assert sequences(engine, RUN, after=9) == []
+    assert sequences(engine, RUN, after=100) == []
+    with engine.connect() as conn:
+        assert [e.payload["message"] for e in read_events(conn, RUN, after=6)] == ["m7", "m8", "m9"]
+
+
+def test_read_limit_and_types(engine: Engine) -> None:
+    kinds = ["log.appended", "node.started", "log.appended", "node.completed", "log.appended", "node.started"]
+    append(engine, RUN, [NewEvent(type=kind, payload={"i": i}) for i, kind in enumerate(kinds)])
+    assert sequences(engine, RUN, limit=2) == [0, 1]
+    assert sequences(engine, RUN, after=1, limit=3) == [2, 3, 4]
+    assert sequences(engine, RUN, limit=100) == [0, 1, 2, 3, 4, 5]
+    assert sequences(engine, RUN, types=["log.appended"]) == [0, 2, 4]
+    assert sequences(engine, RUN, types=("node.started", "node.completed")) == [1, 3, 5]
+    assert sequences(engine, RUN, types=iter(["node.started"])) == [1, 5]
+    assert sequences(engine, RUN, types=["log.appended"], after=0, limit=1) == [2]
+    assert sequences(engine, RUN, types=["run.completed"]) == []
+
+
+def test_last_sequence(engine: Engine) -> None:
+    with engine.connect() as conn:
+        assert last_sequence(conn, RUN) == -1
+    append(engine, OTHER_RUN, [log(0), log(1), log(2)])
+    with engine.connect() as conn:
+        assert last_sequence(conn, RUN) == -1
+        assert last_sequence(conn, OTHER_RUN) == 2
+    append(engine, RUN, [log(0)])
+    append(engine, RUN, [log(1), log(2), log(3), log(4)])
+    with engine.connect() as conn:
+        assert last_sequence(conn, RUN) == 4
+
+
+def test_to_wire_is_a_valid_official_run_event(engine: Engine) -> None:
+    events = [
+        NewEvent(type="run.started", payload={"workflowId": "approve-expense"}),
+        NewEvent(
+            type="node.started",
+            payload={"nodeId": "review", "typeId": "core.approval"},
+            node_id="review",
+        ),
+        NewEvent(
+            type="log.appended",
+            payload={"level": "info", "message": "waiting for a reviewer"},
+            node_id="review",
+            causation_id="0123456789abcdef0123",
+        ),
+    ]
+    with engine.begin() as conn:
+        append_events(conn, RUN, events, now=NOW)
+    with engine.connect() as conn:
+        docs = [e.to_wire() for e in read_events(conn, RUN)]
+    for doc in docs:
+        validate_event(doc)
+    assert [d["sequence"] for d in docs] == [0, 1, 2]
+    assert {d["timestamp"] for d in docs} == {"2026-01-01T12:00:00.123Z"} == {iso_z(NOW)}
+    assert [d["eventId"] for d in docs] == [e.event_id for e in events]
+    assert {d["runId"] for d in docs} == {RUN}
+    assert "nodeId" not in docs[0] and "causationId" not in docs[0]
+    assert docs[1]["nodeId"] == "review" and "causationId" not in docs[1]
+    assert docs[2]["causationId"] == "0123456789abcdef0123"
+
+
+def test_wire_validation_catches_a_broken_envelope(engine: Engine) -> None:
+    # The judge must be able to fail: prove it rejects what to_wire must never produce.
+    with engine.begin() as conn:
+        (event,) = append_events(conn, RUN, [log(0)], now=NOW)
+    doc = event.to_wire()
+    validate_event(doc)
+    for broken in ({**doc, "sequence": -1}, {**doc, "runId": "no-tenant"}, {**doc, "timestamp": "soon"}):
+        with pytest.raises(AssertionError):
+            validate_event(broken)
+
+
+def test_rolled_back_append_gives_its_sequences_back(engine: Engine) -> None:
+    # The first append of a run creates its counter row; rolling it back must not leave it behind.
+    with engine.connect() as conn:
+        with conn.begin() as tx:
+            assert [e.sequence for e in append_events(conn, RUN, [log(0), log(1)], now=NOW)] == [0, 1]
+            tx.rollback()
+    assert sequences(engine, RUN) == []
+    assert append(engine, RUN, [log(0), log(1)]) == [0, 1]
+
+    with engine.connect() as conn:
+        with conn.begin() as tx:
+            assert [e.sequence for e in append_events(conn, RUN, [log(2), log(3), log(4)], now=NOW)] == [
+                2,
+                3,
+                4,
+            ]
+            tx.rollback()
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        append_events(conn, RUN, [log(2)], now=NOW)
+        raise RuntimeError("the caller's work failed after the append")
+
+    assert sequences(engine, RUN) == [0, 1]
+    assert append(engine, RUN, [log(2)]) == [2]
+    assert append(engine, RUN, [log(3)]) == [3]
+    assert sequences(engine, RUN) == [0, 1, 2, 3]
+    with engine.connect() as conn:
+        assert [e.payload["message"] for e in read_events(conn, RUN)] == ["m0", "m1", "m2", "m3"]
+
+
+def assert_complete_log(engine: Engine, run_id: str, total: int, payload_keys: set[tuple[object, ...]]) -> None:
+    with engine.connect() as conn:
+        events = read_events(conn, run_id)
+        assert last_sequence(conn, run_id) == total - 1
+    assert [e.sequence for e in events] == list(range(total))
+    assert len({e.event_id for e in events}) == total
+    found = {tuple(e.payload[k] for k in ("writer", "thread", "i")) for e in events}
+    assert found == payload_keys
+
+
+def test_concurrent_appenders_threads(engine: Engine) -> None:
+    threads, per_thread = 8, 25
+    barrier = threading.Barrier(threads)
+    seen: dict[int, list[int]] = {t: [] for t in range(threads)}
+    errors: list[BaseException] = []
+
+    def appender(index: int) -> None:
+        try:
+            barrier.wait(BARRIER_TIMEOUT_S)
+            for i in range(per_thread):
+                event = NewEvent(type="log.appended", payload={"writer": "main", "thread": index, "i": i})
+                with engine.begin() as conn:
+                    (stored,) = append_events(conn, RUN, [event], now=NOW)
+                seen[index].append(stored.sequence)
+                if i % 5 == 0:
+                    # A concurrent transaction that rolls back must leave no hole behind.
+                    with engine.connect() as conn, conn.begin() as tx:
+                        append_events(conn, RUN, [log(-1)], now=NOW)
+                        tx.rollback()
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=appender, args=(t,)) for t in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+    assert errors == []
+    total = threads * per_thread
+    expected = {("main", t, i) for t in range(threads) for i in range(per_thread)}
+    assert_complete_log(engine, RUN, total, expected)
+    # Each thread appended in order, so its own sequences must rise.
+    for sequence_list in seen.values():
+        assert sequence_list == sorted(sequence_list)
+    assert sorted(s for values in seen.values() for s in values) == list(range(total))
+
+
+@pytest.mark.slow
+def test_concurrent_appenders_two_processes_on_one_sqlite_file(sqlite_url: str) -> None:
+    processes, threads, per_thread = 2, 4, 25
+    setup = make_engine(sqlite_url)
+    try:
+        upgrade(setup)
+    finally:
+        setup.dispose()
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(processes * threads)
+    queue = ctx.Queue()
+    workers = [
+        ctx.Process(
+            target=append_worker, args=(sqlite_url, RUN, f"p{p}", threads, per_thread, barrier, queue)
+        )
+        for p in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        reports = [queue.get(timeout=120) for _ in workers]
+    finally:
+        for worker in workers:
+            worker.join(timeout=30)
+        queue.close()
+        queue.join_thread()
+    assert [w.exitcode for w in workers] == [0] * processes
+
+    errors = [e for _, _, errs in reports for e in errs]
+    assert errors == []
+    assert not any("locked" in e for e in errors)
+    total = processes * threads * per_thread
+    results = [r for _, rs, _ in reports for r in rs]
+    assert sorted(seq for _, _, seq in results) == list(range(total))
+
+    engine = make_engine(sqlite_url)
+    try:
+        expected = {(f"p{p}", t, i) for p in range(processes) for t in range(threads) for i in range(per_thread)}
+        assert_complete_log(engine, RUN, total, expected)
+    finally:
+        engine.dispose()
+
+
+def test_timestamps_are_the_injected_clock(engine: Engine) -> None:
+    later = NOW + timedelta(hours=1)
+    append(engine, RUN, [log(0)])
+    with engine.begin() as conn:
+        append_events(conn, RUN, [log(1)], now=later)
+    with engine.connect() as conn:
+        assert [as_utc(e.timestamp) for e in read_events(conn, RUN)] == [NOW, later]
