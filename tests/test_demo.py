@@ -35,7 +35,12 @@ def test_demo_console_script_exits_zero(tmp_path: Path) -> None:
 def test_event_table_lists_every_event_in_order() -> None:
     events = [
         {"sequence": 0, "type": "run.started", "payload": {}},
-        {"sequence": 1, "type": "node.failed", "nodeId": "review", "payload": {"error": {"code": "approval_rejected"}}},
+        {
+            "sequence": 1,
+            "type": "node.failed",
+            "nodeId": "review",
+            "payload": {"error": {"code": "approval_rejected"}},
+        },
     ]
     table = format_events(events).splitlines()
     assert table[0].split() == ["seq", "type", "node", "details"]

@@ -27,7 +27,9 @@ def run_demo(db_path: Path | None = None, *, out: Callable[[str], None] = print)
     try:
         host.register("announcement-review", build_review_graph())
         author = Principal(tenant="acme", subject_id="author@acme.test", scopes=frozenset({"runs:create"}))
-        reviewer = Principal(tenant="acme", subject_id="reviewer@acme.test", scopes=frozenset({"approvals:respond"}))
+        reviewer = Principal(
+            tenant="acme", subject_id="reviewer@acme.test", scopes=frozenset({"approvals:respond"})
+        )
 
         out(f"database: {db_path}")
         snapshot = host.create_run("announcement-review", {"topic": "wop-langgraph 0.1"}, owner=author)
