@@ -99,27 +99,40 @@ def official_files() -> list[Path]:
 
 @cache
 def _documents() -> dict[str, dict[str, Any]]:
-    """Official schema documents by ``$id``."""
+    """Official schema documents by ``$id`` (or file URI for a schema without one)."""
     docs: dict[str, dict[str, Any]] = {}
     for path in official_files():
         doc = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(doc, dict) and isinstance(doc.get("$id"), str):
+        if not isinstance(doc, dict):
+            continue
+        if isinstance(doc.get("$id"), str):
             docs[doc["$id"]] = doc
+        elif path.name.endswith(".schema.json"):
+            # A schema without `$id` (e.g. spec/v2/facets/*.schema.json) is known by its file URI.
+            docs[path.resolve().as_uri()] = doc
     return docs
 
 
-def official_schema(name: str) -> dict[str, Any]:
-    """An official schema document by file name (``suspend-request.schema.json``) or ``$id``."""
+def official_uri(name: str) -> str:
+    """The URI an official schema is registered under, from its file name or ``$id``.
+
+    A bare file name prefers the v2 document when v1 and v2 share it.
+    """
     docs = _documents()
     if name in docs:
-        return docs[name]
-    matches = [doc for uri, doc in docs.items() if uri.rsplit("/", 1)[-1] == Path(name).name]
-    v2 = [doc for doc in matches if doc["$id"].startswith(V2)]
+        return name
+    matches = [uri for uri in docs if uri.rsplit("/", 1)[-1] == Path(name).name]
+    v2 = [uri for uri in matches if uri.startswith(V2)]
     if len(v2) == 1:
         return v2[0]
     if len(matches) == 1:
         return matches[0]
     raise KeyError(f"no single official schema named {name!r}")
+
+
+def official_schema(name: str) -> dict[str, Any]:
+    """An official schema document by file name (``suspend-request.schema.json``) or ``$id``."""
+    return _documents()[official_uri(name)]
 
 
 @cache
@@ -172,10 +185,6 @@ def _validator_for(uri: str, pointer: str = "") -> Draft202012Validator:
     return Draft202012Validator({"$ref": ref}, registry=registry(), format_checker=format_checker())
 
 
-def _uri(schema_file: str) -> str:
-    return official_schema(schema_file)["$id"]
-
-
 def official_errors(
     schema_file: str, instance: Any, *, def_name: str | None = None, pointer: str = ""
 ) -> list[str]:
@@ -189,7 +198,7 @@ def official_errors(
     """
     if def_name is not None:
         pointer = f"/$defs/{def_name}"
-    errors = _validator_for(_uri(schema_file), pointer).iter_errors(instance)
+    errors = _validator_for(official_uri(schema_file), pointer).iter_errors(instance)
     return [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}" for e in errors]
 
 
@@ -322,6 +331,7 @@ __all__ = [
     "official_examples",
     "official_files",
     "official_schema",
+    "official_uri",
     "openwop_dir",
     "payload_errors",
     "registry",

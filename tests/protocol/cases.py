@@ -23,13 +23,21 @@ EXTERNAL_EVENT: dict[str, Any] = {
     "data": {"eventType": "stripe.checkout.completed", "correlation": {"orderId": "o-1"}},
 }
 CUSTOM: dict[str, Any] = {"kind": "custom", "key": "k", "data": {"customKind": "x-review"}}
-CONVERSATION_START: dict[str, Any] = {"kind": "conversation.start", "key": "k", "data": {"conversationId": "c1"}}
+CONVERSATION_START: dict[str, Any] = {
+    "kind": "conversation.start",
+    "key": "k",
+    "data": {"conversationId": "c1"},
+}
 CONVERSATION_EXCHANGE: dict[str, Any] = {
     "kind": "conversation.exchange",
     "key": "k",
     "data": {"conversationId": "c1", "prompt": "Anything else?"},
 }
-CONVERSATION_CLOSE: dict[str, Any] = {"kind": "conversation.close", "key": "k", "data": {"conversationId": "c1"}}
+CONVERSATION_CLOSE: dict[str, Any] = {
+    "kind": "conversation.close",
+    "key": "k",
+    "data": {"conversationId": "c1"},
+}
 LOW_CONFIDENCE: dict[str, Any] = {
     "kind": "low-confidence",
     "key": "k",
@@ -39,7 +47,12 @@ CREDENTIAL: dict[str, Any] = {
     "kind": "credential",
     "key": "k",
     "resumeSchema": CREDENTIAL_RESUME_SCHEMA,
-    "data": {"provider": "github", "scopes": ["repo"], "reason": "missing", "connectUrl": "https://host.example/c"},
+    "data": {
+        "provider": "github",
+        "scopes": ["repo"],
+        "reason": "missing",
+        "connectUrl": "https://host.example/c",
+    },
 }
 ALL_PAYLOADS = [
     APPROVAL,

@@ -57,7 +57,7 @@ probabilities = st.floats(min_value=0, max_value=1, allow_nan=False) | st.sample
 non_negative = st.integers(min_value=0, max_value=2**40)
 hatch_keys = st.from_regex(r"(openwop-|x-|vendor\.)[a-z]{0,6}", fullmatch=True)
 timestamps = st.builds(
-    lambda d, frac, off: d.strftime("%Y-%m-%dT%H:%M:%S") + frac + off,
+    lambda d, frac, off: d.replace(microsecond=0).isoformat() + frac + off,
     st.datetimes(),
     st.sampled_from(["", ".5", ".123456"]),
     st.sampled_from(["Z", "+00:00", "-05:30", "+14:00"]),
@@ -108,13 +108,17 @@ approval_data = st.fixed_dictionaries(
         "overrideBypassesQuorum": st.booleans(),
         "approverGroupRefs": str_lists,
         "approverRoleRefs": str_lists,
-        "audience": st.fixed_dictionaries({}, optional={"subjects": str_lists, "groups": str_lists, "roles": str_lists}),
+        "audience": st.fixed_dictionaries(
+            {}, optional={"subjects": str_lists, "groups": str_lists, "roles": str_lists}
+        ),
     },
 )
 clarification_data = st.fixed_dictionaries(
     {
         "questions": st.lists(
-            st.fixed_dictionaries({"id": non_empty, "question": non_empty}, optional={"schema": json_schemas}),
+            st.fixed_dictionaries(
+                {"id": non_empty, "question": non_empty}, optional={"schema": json_schemas}
+            ),
             min_size=1,
             max_size=3,
         )
@@ -131,7 +135,9 @@ conversation_exchange_data = st.fixed_dictionaries(
     {"conversationId": conversation_ids, "prompt": non_empty},
     optional={"outcomeSchema": json_schemas, "turnIndex": non_negative},
 )
-conversation_close_data = st.fixed_dictionaries({"conversationId": conversation_ids}, optional={"reason": text})
+conversation_close_data = st.fixed_dictionaries(
+    {"conversationId": conversation_ids}, optional={"reason": text}
+)
 low_confidence_data = st.fixed_dictionaries(
     {"agentId": author_ids, "threshold": probabilities, "observed": probabilities},
     optional={"decision": json_values},
@@ -180,7 +186,9 @@ refine_feedback = st.fixed_dictionaries(
 
 
 def _with_hatch(base: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
-    return st.builds(lambda doc, extra: {**extra, **doc}, base, st.dictionaries(hatch_keys, json_values, max_size=2))
+    return st.builds(
+        lambda doc, extra: {**extra, **doc}, base, st.dictionaries(hatch_keys, json_values, max_size=2)
+    )
 
 
 @st.composite
@@ -222,7 +230,9 @@ EVENT_PAYLOADS: dict[str, Any] = {
         st.fixed_dictionaries({"nodeId": author_ids, "typeId": type_ids}, optional={"attempt": non_negative})
     ),
     "node.completed": _with_hatch(
-        st.fixed_dictionaries({"nodeId": author_ids}, optional={"outputs": json_objects, "durationMs": non_negative})
+        st.fixed_dictionaries(
+            {"nodeId": author_ids}, optional={"outputs": json_objects, "durationMs": non_negative}
+        )
     ),
     "node.failed": _with_hatch(
         st.fixed_dictionaries(
@@ -253,11 +263,18 @@ EVENT_PAYLOADS: dict[str, Any] = {
     "run.cancelled": _with_hatch(
         st.fixed_dictionaries(
             {},
-            optional={"reason": text, "cancelledBy": text, "durationMs": non_negative, "parentRunId": tenant_bound_ids},
+            optional={
+                "reason": text,
+                "cancelledBy": text,
+                "durationMs": non_negative,
+                "parentRunId": tenant_bound_ids,
+            },
         )
     ),
     "conversation.closed": _with_hatch(
-        st.fixed_dictionaries({"conversationId": conversation_ids}, optional={"reason": text, "turnCount": non_negative})
+        st.fixed_dictionaries(
+            {"conversationId": conversation_ids}, optional={"reason": text, "turnCount": non_negative}
+        )
     ),
 }
 """Strategies of valid payload documents for several event types (hatch members included)."""

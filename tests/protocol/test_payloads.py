@@ -55,7 +55,11 @@ def test_credential_resume_schema_is_the_official_const() -> None:
         for rule in official_schema(SUSPEND)["allOf"]
         if rule["if"]["properties"]["kind"]["const"] == "credential"
     )
-    assert branch["properties"]["resumeSchema"]["const"] == dict(OUR_CREDENTIAL_SCHEMA) == CREDENTIAL_RESUME_SCHEMA
+    assert (
+        branch["properties"]["resumeSchema"]["const"]
+        == dict(OUR_CREDENTIAL_SCHEMA)
+        == CREDENTIAL_RESUME_SCHEMA
+    )
     assert branch["required"] == ["resumeSchema"]
 
 
@@ -70,7 +74,7 @@ def test_generated_payloads_round_trip_and_pass_the_official_schema(kind: str, d
     payload = parse_interrupt_payload(doc)
 
     assert payload.kind == kind
-    assert isinstance(payload, INTERRUPT_PAYLOAD_MODELS[kind])  # type: ignore[index]
+    assert isinstance(payload, INTERRUPT_PAYLOAD_MODELS[kind])
     assert payload.to_wire() == original
     assert doc == original  # parsing never mutates the caller's document
     assert not official_errors(SUSPEND, payload.to_wire())
@@ -81,7 +85,13 @@ def test_explicit_null_of_any_json_members_survives() -> None:
     doc: dict[str, Any] = {
         "kind": "approval",
         "key": "run:gate:0",
-        "data": {"artifactId": "a1", "artifactType": "doc", "title": "T", "actions": ["accept"], "artifactData": None},
+        "data": {
+            "artifactId": "a1",
+            "artifactType": "doc",
+            "title": "T",
+            "actions": ["accept"],
+            "artifactData": None,
+        },
     }
     assert parse_interrupt_payload(doc).to_wire() == doc
     validate_official(SUSPEND, doc)
@@ -111,7 +121,9 @@ def test_python_construction_emits_official_documents() -> None:
     credential = CredentialInterrupt(
         key="k",
         resume_schema=dict(OUR_CREDENTIAL_SCHEMA),
-        data=CredentialData(provider="github", scopes=["repo"], reason="missing", connect_url="https://host.example/c"),
+        data=CredentialData(
+            provider="github", scopes=["repo"], reason="missing", connect_url="https://host.example/c"
+        ),
     )
     validate_official(SUSPEND, credential.to_wire())
     custom = CustomInterrupt(key="k", data=CustomData(custom_kind="x", payload=None))
@@ -121,8 +133,12 @@ def test_python_construction_emits_official_documents() -> None:
 
 def test_minimal_conversation_start_and_close_are_told_apart_by_kind() -> None:
     # Their data shapes coincide ({conversationId}); only `kind` decides (2.36.0's fix).
-    start = parse_interrupt_payload({"kind": "conversation.start", "key": "k", "data": {"conversationId": "c"}})
-    close = parse_interrupt_payload({"kind": "conversation.close", "key": "k", "data": {"conversationId": "c"}})
+    start = parse_interrupt_payload(
+        {"kind": "conversation.start", "key": "k", "data": {"conversationId": "c"}}
+    )
+    close = parse_interrupt_payload(
+        {"kind": "conversation.close", "key": "k", "data": {"conversationId": "c"}}
+    )
     assert isinstance(start, ConversationStartInterrupt)
     assert isinstance(close, ConversationCloseInterrupt)
     for doc in (start.to_wire(), close.to_wire()):

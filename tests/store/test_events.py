@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine
-
 from tests.official import validate_event
 from tests.store._workers import BARRIER_TIMEOUT_S, append_worker
+
 from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.store.engine import READ_ONLY, make_engine
 from wop_langgraph.store.events import NewEvent, append_events, last_sequence, read_events
@@ -166,21 +166,16 @@ def test_wire_validation_catches_a_broken_envelope(engine: Engine) -> None:
 
 def test_rolled_back_append_gives_its_sequences_back(engine: Engine) -> None:
     # The first append of a run creates its counter row; rolling it back must not leave it behind.
-    with engine.connect() as conn:
-        with conn.begin() as tx:
-            assert [e.sequence for e in append_events(conn, RUN, [log(0), log(1)], now=NOW)] == [0, 1]
-            tx.rollback()
+    with engine.connect() as conn, conn.begin() as tx:
+        assert [e.sequence for e in append_events(conn, RUN, [log(0), log(1)], now=NOW)] == [0, 1]
+        tx.rollback()
     assert sequences(engine, RUN) == []
     assert append(engine, RUN, [log(0), log(1)]) == [0, 1]
 
-    with engine.connect() as conn:
-        with conn.begin() as tx:
-            assert [e.sequence for e in append_events(conn, RUN, [log(2), log(3), log(4)], now=NOW)] == [
-                2,
-                3,
-                4,
-            ]
-            tx.rollback()
+    with engine.connect() as conn, conn.begin() as tx:
+        doomed = append_events(conn, RUN, [log(2), log(3), log(4)], now=NOW)
+        assert [e.sequence for e in doomed] == [2, 3, 4]
+        tx.rollback()
     with pytest.raises(RuntimeError), engine.begin() as conn:
         append_events(conn, RUN, [log(2)], now=NOW)
         raise RuntimeError("the caller's work failed after the append")
@@ -193,7 +188,9 @@ def test_rolled_back_append_gives_its_sequences_back(engine: Engine) -> None:
         assert [e.payload["message"] for e in read_events(conn, RUN)] == ["m0", "m1", "m2", "m3"]
 
 
-def assert_complete_log(engine: Engine, run_id: str, total: int, payload_keys: set[tuple[object, ...]]) -> None:
+def assert_complete_log(
+    engine: Engine, run_id: str, total: int, payload_keys: set[tuple[object, ...]]
+) -> None:
     with engine.connect() as conn:
         events = read_events(conn, run_id)
         assert last_sequence(conn, run_id) == total - 1
@@ -279,7 +276,9 @@ def test_concurrent_appenders_two_processes_on_one_sqlite_file(sqlite_url: str) 
 
     engine = make_engine(sqlite_url)
     try:
-        expected = {(f"p{p}", t, i) for p in range(processes) for t in range(threads) for i in range(per_thread)}
+        expected = {
+            (f"p{p}", t, i) for p in range(processes) for t in range(threads) for i in range(per_thread)
+        }
         assert_complete_log(engine, RUN, total, expected)
     finally:
         engine.dispose()

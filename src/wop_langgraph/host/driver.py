@@ -35,6 +35,8 @@ __all__ = ["TERMINAL_STATUSES", "GraphDriver", "jsonable"]
 
 TERMINAL_STATUSES = ("completed", "failed", "cancelled")
 STRICT_RESUME_KEY = "__pregel_strict_resume"
+#: The ``typeId`` of every LangGraph node on ``node.started`` (required there; RFC 0107 grammar).
+NODE_TYPE_ID = "langgraph.node"
 
 
 def jsonable(value: Any) -> Any:
@@ -89,14 +91,19 @@ class GraphDriver:
             for chunk in self.graph.stream(graph_input, config, stream_mode="tasks", durability="sync"):
                 failed_node = self._on_task(chunk, resumed_tasks) or failed_node
         except UnknownInterruptError:
-            raise
+            raise  # nothing ran: the caller sorts out which ids LangGraph already consumed
         except Exception as exc:  # the node's or the graph's own failure ends the run
+            self._consumed(delivered)
             self._fail(exc, failed_node)
             return
+        self._consumed(delivered)
+        self._settle(config)
+
+    def _consumed(self, delivered: list[InterruptRecord]) -> None:
+        """Mark the delivered resolutions as consumed: the graph ran past them."""
         if delivered:
             with self.engine.begin() as conn:
                 mark_consumed(conn, [r.interrupt_id for r in delivered], now=self.clock())
-        self._settle(config)
 
     def _on_task(self, chunk: Mapping[str, Any], resumed: Mapping[str, InterruptRecord]) -> str | None:
         """Append the event for one ``tasks``-mode chunk; returns the node's name if it failed."""
@@ -107,7 +114,8 @@ class GraphDriver:
                 payload = {"nodeId": name, "interruptId": record.interrupt_id}
                 self._append(NewEvent("node.resumed", payload, node_id=name))
             else:
-                self._append(NewEvent("node.started", {"nodeId": name}, node_id=name))
+                payload = {"nodeId": name, "typeId": NODE_TYPE_ID}
+                self._append(NewEvent("node.started", payload, node_id=name))
             return None
         if chunk["error"] is not None:
             error = chunk["error"]

@@ -203,21 +203,29 @@ class Resolver:
         """Record the vote; returns the deciding tally, or ``None`` while the gate stays open."""
         data = target.payload["data"]
         voter = parsed.voter or principal.subject_id
+
+        def count(votes: list[Vote]) -> Tally:
+            return tally(
+                votes,
+                required_approvals=int(data.get("requiredApprovals", 1)),
+                rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
+                override_bypasses_quorum=bool(data.get("overrideBypassesQuorum", False)),
+            )
+
         with self._host.engine.begin() as conn:
             current = lock_interrupt(conn, target.interrupt_id)
             if current is None or not current.is_pending:
                 raise InterruptAlreadyResolved("the interrupt was resolved meanwhile")
             votes = [Vote.from_json(v) for v in current.votes or []]
             if any(v.voter == voter for v in votes):
-                return None  # one vote per voter: a repeat changes nothing
+                # One vote per voter: a repeat changes nothing. But if the recorded votes already
+                # decide the gate (its decider has not claimed it yet, or died before it could),
+                # go on to the claim, where exactly one caller wins and the others get 409.
+                recorded = count(votes)
+                return recorded if recorded.decided else None
             override = principal.can_override and bool(data.get("overrideBypassesQuorum"))
             votes.append(Vote(voter=voter, action=parsed.action, override=override))
-            outcome = tally(
-                votes,
-                required_approvals=int(data.get("requiredApprovals", 1)),
-                rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
-                override_bypasses_quorum=bool(data.get("overrideBypassesQuorum", False)),
-            )
+            outcome = count(votes)
             set_votes(conn, target.interrupt_id, [v.as_json() for v in votes])
         return outcome if outcome.decided else None
 

@@ -227,7 +227,7 @@ class WopHost:
             if reason:
                 payload["reason"] = reason
             if principal is not None:
-                payload["cancelledBy"] = principal.subject()
+                payload["cancelledBy"] = principal.subject_id  # a string in runCancelled
             append_events(conn, run_id, [NewEvent("run.cancelled", payload)], now=now)
         return {"runId": run_id, "status": "cancelled"}
 

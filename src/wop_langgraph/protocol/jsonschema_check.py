@@ -13,7 +13,6 @@ Compiled validators are cached by the canonical JSON text of the schema, so the 
 from __future__ import annotations
 
 import json
-import warnings
 from functools import lru_cache
 from typing import Any, Final
 
@@ -54,15 +53,13 @@ def _canonical(schema: object, what: str) -> str:
 def _compiled(canonical: str) -> Any:
     # Only ever called with the output of `_canonical`; errors propagate uncached.
     schema = json.loads(canonical)
-    with warnings.catch_warnings():
-        # jsonschema warns (and falls back) on an unknown `$schema`; refuse it instead.
-        warnings.simplefilter("error", DeprecationWarning)
-        try:
-            cls = jsonschema.validators.validator_for(schema, default=Draft202012Validator)
-        except DeprecationWarning as exc:
-            raise jsonschema.exceptions.SchemaError(
-                f"unknown $schema dialect: {schema.get('$schema')!r}"
-            ) from exc
+    cls = Draft202012Validator
+    if isinstance(schema, dict) and "$schema" in schema:
+        # With `default=None` jsonschema answers None for a dialect it does not know, instead of
+        # silently validating with the latest draft.
+        cls = jsonschema.validators.validator_for(schema, default=None)
+        if cls is None:
+            raise jsonschema.exceptions.SchemaError(f"unknown $schema dialect: {schema['$schema']!r}")
     cls.check_schema(schema)
     validator = cls(schema, registry=Registry(), format_checker=cls.FORMAT_CHECKER)
     return validator

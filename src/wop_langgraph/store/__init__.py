@@ -1,1 +1,7 @@
 """The durable store: checkpoints, writes, the OpenWOP event log, interrupts, idempotency."""
+
+from wop_langgraph.store.migrations import upgrade
+from wop_langgraph.store.recording import WriteBatch, WriteRecorder
+from wop_langgraph.store.saver import AsyncSQLModelSaver, SQLModelSaver
+
+__all__ = ["AsyncSQLModelSaver", "SQLModelSaver", "WriteBatch", "WriteRecorder", "upgrade"]

@@ -120,7 +120,7 @@ class Codec:
             "run_id": None if run_id is None else checked("run_id", run_id),
             "type": type_,
             "checkpoint": blob,
-            "metadata": stored_metadata,
+            "metadata": metadata_json,
         }
 
     def write_params(

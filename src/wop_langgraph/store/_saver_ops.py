@@ -1,21 +1,20 @@
-"""The saver's storage operations, each written once over a sync SQLAlchemy ``Connection``.
+"""The saver's storage operations, each written once over an open transaction.
 
-Every function runs inside a transaction its caller opened (``SQLModelSaver`` on its engine
-directly, ``AsyncSQLModelSaver`` on a worker thread), takes already validated and serialised
-parameters, and returns raw rows; nothing here serialises or deserialises. That split keeps
-transactions short and lets one implementation serve both savers.
+Every function runs inside a :func:`~wop_langgraph.store._saver_tx.transaction` its caller
+opened (``SQLModelSaver`` on the calling thread, ``AsyncSQLModelSaver`` on a worker thread),
+takes already validated and serialised parameters and returns raw rows; nothing here
+serialises or deserialises, which keeps transactions short and serves both savers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
-
-from sqlalchemy import Connection, Select
+from typing import Any, Literal, cast
 
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store._saver_codec import CheckpointRow, WriteRow
-from wop_langgraph.store._saver_sql import Statements
+from wop_langgraph.store._saver_sql import Sql, Statements
+from wop_langgraph.store._saver_tx import Tx
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
 
 __all__ = [
@@ -36,46 +35,39 @@ _Key = tuple[str, str, str]
 
 
 def read_tuple(
-    conn: Connection, sql: Statements, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+    tx: Tx, sql: Statements, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
 ) -> Loaded | None:
     """The row of one checkpoint (the latest of the namespace without an id) and its writes."""
     if checkpoint_id is None:
-        found = conn.execute(sql.latest_checkpoint, {"tid": thread_id, "ns": checkpoint_ns}).first()
+        found = tx.rows(sql.latest_checkpoint, {"tid": thread_id, "ns": checkpoint_ns})
     else:
-        found = conn.execute(
-            sql.checkpoint_by_id, {"tid": thread_id, "ns": checkpoint_ns, "cid": checkpoint_id}
-        ).first()
-    if found is None:
+        found = tx.rows(sql.checkpoint_by_id, {"tid": thread_id, "ns": checkpoint_ns, "cid": checkpoint_id})
+    if not found:
         return None
-    row: CheckpointRow = tuple(found)
-    writes = conn.execute(sql.writes_of_checkpoint, {"tid": row[0], "ns": row[1], "cid": row[2]})
-    return row, [tuple(w) for w in writes]
+    row = cast(CheckpointRow, found[0])
+    writes = tx.rows(sql.writes_of_checkpoint, {"tid": row[0], "ns": row[1], "cid": row[2]})
+    return row, cast(list[WriteRow], writes)
 
 
-def read_page(conn: Connection, sql: Statements, query: Select[Any]) -> list[Loaded]:
+def read_page(tx: Tx, sql: Statements, query: Sql) -> list[Loaded]:
     """The rows ``query`` selects, each with its writes (one writes query per namespace)."""
-    rows: list[CheckpointRow] = [tuple(r) for r in conn.execute(query)]
-    by_namespace: dict[tuple[str, str], list[WriteRow]] = {}
+    rows = cast(list[CheckpointRow], tx.rows(query))
+    writes: dict[tuple[str, str, str], list[WriteRow]] = {(r[0], r[1], r[2]): [] for r in rows}
     for thread_id, checkpoint_ns in dict.fromkeys((r[0], r[1]) for r in rows):
         ids = [r[2] for r in rows if r[0] == thread_id and r[1] == checkpoint_ns]
-        by_namespace[(thread_id, checkpoint_ns)] = [
-            tuple(w)
-            for w in conn.execute(
-                sql.writes_of_checkpoints, {"tid": thread_id, "ns": checkpoint_ns, "cids": ids}
-            )
-        ]
-    return [
-        (row, [w for w in by_namespace[(row[0], row[1])] if w[0] == row[2]]) for row in rows
-    ]
+        found = tx.rows(sql.writes_of_checkpoints, {"tid": thread_id, "ns": checkpoint_ns, "ids": sql.id_list(ids)})
+        for write in cast(list[WriteRow], found):
+            writes[(thread_id, checkpoint_ns, write[0])].append(write)
+    return [(row, writes[(row[0], row[1], row[2])]) for row in rows]
 
 
-def store_checkpoint(conn: Connection, sql: Statements, params: dict[str, Any]) -> None:
+def store_checkpoint(tx: Tx, sql: Statements, params: dict[str, Any]) -> None:
     """Insert a checkpoint, replacing one stored before under the same key."""
-    conn.execute(sql.upsert_checkpoint, params)
+    tx.execute(sql.upsert_checkpoint, params)
 
 
 def store_writes(
-    conn: Connection,
+    tx: Tx,
     sql: Statements,
     rows: list[dict[str, Any]],
     recorder: WriteRecorder | None,
@@ -84,30 +76,29 @@ def store_writes(
     """Store a batch of task writes, then hand the batch to ``recorder`` in the same transaction.
 
     Special slots are replaced in place, ordinary writes are kept if already stored (see
-    ``Statements.upsert_writes``). If the recorder raises, the caller's transaction rolls
-    back and none of the batch is stored.
+    ``Statements.upsert_writes``). If the recorder raises, the transaction rolls back and
+    none of the batch is stored.
     """
-    if len(rows) == 1:
-        conn.execute(sql.upsert_writes, rows[0])
-    elif rows:
-        conn.execute(sql.upsert_writes, rows)
+    if rows:
+        tx.execute_many(sql.upsert_writes, rows)
     if recorder is not None:
-        recorder.record(conn, batch)
+        recorder.record(tx.connection, batch)
 
 
-def delete_thread(conn: Connection, sql: Statements, thread_id: str) -> None:
+def delete_thread(tx: Tx, sql: Statements, thread_id: str) -> None:
     """Delete every checkpoint and write of a thread, in all namespaces."""
-    conn.execute(sql.delete_thread_writes, {"tid": thread_id})
-    conn.execute(sql.delete_thread_checkpoints, {"tid": thread_id})
+    tx.execute(sql.delete_thread_writes, {"tid": thread_id})
+    tx.execute(sql.delete_thread_checkpoints, {"tid": thread_id})
 
 
-def delete_runs(conn: Connection, sql: Statements, run_ids: list[str]) -> None:
+def delete_runs(tx: Tx, sql: Statements, run_ids: list[str]) -> None:
     """Delete the checkpoints whose metadata ``run_id`` is one of ``run_ids``, with their writes."""
-    conn.execute(sql.delete_run_writes, {"run_ids": run_ids})
-    conn.execute(sql.delete_run_checkpoints, {"run_ids": run_ids})
+    ids = sql.id_list(run_ids)
+    tx.execute(sql.delete_run_writes, {"ids": ids})
+    tx.execute(sql.delete_run_checkpoints, {"ids": ids})
 
 
-def copy_thread(conn: Connection, sql: Statements, source: str, target: str) -> None:
+def copy_thread(tx: Tx, sql: Statements, source: str, target: str) -> None:
     """Copy every checkpoint and write of ``source`` into the empty thread ``target``.
 
     Raises:
@@ -115,17 +106,17 @@ def copy_thread(conn: Connection, sql: Statements, source: str, target: str) -> 
     """
     if source == target:
         raise ValidationError("copy_thread needs two different threads", details={"path": "target"})
-    if conn.execute(sql.thread_has_checkpoints, {"target": target}).first() is not None:
+    if tx.rows(sql.thread_has_checkpoints, {"target": target}):
         raise ValidationError(
             f"thread {target!r} already has checkpoints; copy_thread only fills an empty thread "
             "(delete_thread it first)",
             details={"path": "target"},
         )
-    conn.execute(sql.copy_checkpoints, {"tid": source, "target": target})
-    conn.execute(sql.copy_writes, {"tid": source, "target": target})
+    tx.execute(sql.copy_checkpoints, {"tid": source, "target": target})
+    tx.execute(sql.copy_writes, {"tid": source, "target": target})
 
 
-def prune(conn: Connection, sql: Statements, thread_ids: list[str], strategy: PruneStrategy) -> None:
+def prune(tx: Tx, sql: Statements, thread_ids: list[str], strategy: PruneStrategy) -> None:
     """Delete old checkpoints (and their writes) of ``thread_ids``, keeping what is still needed.
 
     ``keep_latest`` keeps the latest checkpoint of every namespace; ``delete`` keeps none.
@@ -143,8 +134,9 @@ def prune(conn: Connection, sql: Statements, thread_ids: list[str], strategy: Pr
         ValidationError: a thread uses a ``DeltaChannel`` and pruning would cut the ancestor
             history its values are rebuilt from; nothing is pruned.
     """
-    keys = [tuple(r) for r in conn.execute(sql.prune_keys, {"thread_ids": thread_ids})]
-    pending: set[_Key] = {tuple(r) for r in conn.execute(sql.prune_pending, {"thread_ids": thread_ids})}
+    ids = {"ids": sql.id_list(thread_ids)}
+    keys = cast(list[tuple[str, str, str, str | None]], tx.rows(sql.prune_keys, ids))
+    pending = cast(set[_Key], set(tx.rows(sql.prune_pending, ids)))
     keep = set(pending)
     if strategy == "keep_latest":
         latest: dict[tuple[str, str], str] = {}
@@ -155,23 +147,23 @@ def prune(conn: Connection, sql: Statements, thread_ids: list[str], strategy: Pr
     doomed = {(t, ns, cid) for t, ns, cid, _ in keys if (t, ns, cid) not in keep}
     if not doomed:
         return
-    _refuse_delta_threads(conn, sql, sorted({k[0] for k in keep if any(d[0] == k[0] for d in doomed)}))
+    _refuse_delta_threads(tx, sql, sorted({k[0] for k in keep if any(d[0] == k[0] for d in doomed)}))
     doomed_params = [{"tid": t, "ns": ns, "cid": cid} for t, ns, cid in sorted(doomed)]
-    conn.execute(sql.delete_checkpoint_writes, doomed_params)
-    conn.execute(sql.delete_checkpoint, doomed_params)
+    tx.execute_many(sql.delete_checkpoint_writes, doomed_params)
+    tx.execute_many(sql.delete_checkpoint, doomed_params)
     orphans = [
         {"tid": t, "ns": ns, "cid": cid}
         for t, ns, cid, parent in keys
         if (t, ns, cid) in keep and parent is not None and (t, ns, parent) in doomed
     ]
     if orphans:
-        conn.execute(sql.orphan_checkpoint, orphans)
+        tx.execute_many(sql.orphan_checkpoint, orphans)
 
 
-def _refuse_delta_threads(conn: Connection, sql: Statements, thread_ids: Sequence[str]) -> None:
+def _refuse_delta_threads(tx: Tx, sql: Statements, thread_ids: Sequence[str]) -> None:
     if not thread_ids:
         return
-    delta = sorted(r[0] for r in conn.execute(sql.prune_delta_threads, {"thread_ids": list(thread_ids)}))
+    delta = sorted(r[0] for r in tx.rows(sql.prune_delta_threads, {"ids": sql.id_list(thread_ids)}))
     if delta:
         raise ValidationError(
             "prune would cut the history a DeltaChannel rebuilds its value from, in thread(s) "

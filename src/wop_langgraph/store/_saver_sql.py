@@ -1,27 +1,29 @@
-"""The saver's SQL, built once per dialect with SQLAlchemy Core and reused for every call.
+"""The saver's SQL: built with SQLAlchemy Core, compiled once per dialect, run on the driver.
 
-Statements are constructed once (:func:`statements_for`) so SQLAlchemy's compiled cache hits
-on every execution; only ``list`` builds its WHERE clause per call, because its filters vary.
-The two dialect-specific pieces are the upsert (``ON CONFLICT``, spelled by each dialect's
-``insert``) and the metadata filter (JSONB containment on PostgreSQL, ``json_extract`` on
-SQLite).
+Each statement is written once as a Core construct and compiled for the engine's dialect into
+a :class:`Sql` (text plus parameter order) the first time a saver meets that dialect; the hot
+path then hands the text straight to the DBAPI cursor, skipping SQLAlchemy's per-execution
+work. Only ``list`` compiles per call, because its filters vary.
+
+What differs by dialect is spelled here and nowhere else: the upsert (each dialect's
+``insert(...).on_conflict_do_update``), lists of ids (``= ANY(array)`` on PostgreSQL,
+``IN (SELECT value FROM json_each(?))`` on SQLite), JSON parameters (``CAST(... AS JSONB)``)
+and the metadata filter (JSONB containment / ``json_extract``).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    Delete,
-    Insert,
-    Select,
-    Update,
+    Text,
     and_,
+    any_,
     bindparam,
     cast,
     delete,
@@ -29,26 +31,30 @@ from sqlalchemy import (
     false,
     func,
     literal,
+    literal_column,
+    null,
     select,
     true,
     type_coerce,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql import ClauseElement
 
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table as W
 from wop_langgraph.store.checkpoint_tables import checkpoints_table as C
 
-__all__ = ["CONTROL_CHANNELS", "INTERRUPT", "NULL_TASK_ID", "Statements", "statements_for"]
+__all__ = ["CONTROL_CHANNELS", "INTERRUPT", "NULL_TASK_ID", "Sql", "Statements", "statements_for"]
 
 INTERRUPT = "__interrupt__"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 #: Writes that describe what happened to a task rather than what it produced (LangGraph's
 #: ``pregel._task_status.CONTROL_WRITES``); any other write means the task finished.
 CONTROL_CHANNELS = frozenset({"__error__", "__error_source_node__", INTERRUPT, "__resume__"})
-# Metadata keys a DeltaChannel leaves behind; keep_latest must not cut such a thread's history.
+# Metadata keys a DeltaChannel leaves behind; pruning must not cut such a thread's history.
 _DELTA_MARKERS = ("counters_since_delta_snapshot", "delta_writes_versioned")
 
 _CHECKPOINT_COLUMNS = (
@@ -63,7 +69,39 @@ _CHECKPOINT_COLUMNS = (
 _WRITE_COLUMNS = (W.c.checkpoint_id, W.c.task_id, W.c.task_path, W.c.idx, W.c.channel, W.c.type, W.c.blob)
 
 
-def _same_checkpoint(table: Any = W) -> ColumnElement[bool]:
+@dataclass(frozen=True, slots=True)
+class Sql:
+    """A statement compiled for one dialect: its text and how to lay out its parameters."""
+
+    text: str
+    #: Bind names in placeholder order for positional drivers (sqlite3); None for named ones.
+    names: tuple[str, ...] | None
+    #: Values of binds the statement carries itself (literals).
+    defaults: Mapping[str, Any]
+
+    def bind(self, params: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
+        """``params`` in the form the driver expects for this statement."""
+        merged = {**self.defaults, **params} if self.defaults else params
+        if self.names is None:
+            return merged
+        return tuple(merged[name] for name in self.names)
+
+
+def compile_sql(statement: ClauseElement, dialect: Dialect) -> Sql:
+    """Compile ``statement`` for ``dialect`` once, into a reusable :class:`Sql`."""
+    compiled = statement.compile(dialect=dialect)
+    defaults = {
+        name: value
+        for name, value in compiled.params.items()
+        if name in compiled.binds and not compiled.binds[name].required
+    }
+    names = tuple(compiled.positiontup) if dialect.positional and compiled.positiontup else None
+    if dialect.positional and names is None:
+        names = ()
+    return Sql(compiled.string, names, defaults)
+
+
+def _key(table: Any) -> ColumnElement[bool]:
     # Key binds are named tid/ns/cid: a bind named after a column of the table an INSERT or
     # UPDATE writes is reserved by SQLAlchemy for that column's value.
     return and_(
@@ -73,34 +111,134 @@ def _same_checkpoint(table: Any = W) -> ColumnElement[bool]:
     )
 
 
-@dataclass(frozen=True, slots=True)
 class Statements:
-    """Every statement the saver runs on one dialect.
+    """Every statement the saver runs, compiled for one dialect.
 
-    Binds: ``tid``/``ns``/``cid`` for a checkpoint's key, ``thread_ids``/``run_ids`` for
-    expanding lists, ``target`` for ``copy_thread``'s new thread; inserts take column names.
+    Binds: ``tid``/``ns``/``cid`` for a checkpoint's key, ``ids`` for a list of thread or
+    run ids (pass it through :meth:`id_list`), ``target`` for ``copy_thread``'s new thread;
+    inserts take column names, the metadata as JSON text.
     """
 
-    dialect: str
-    latest_checkpoint: Select[Any]
-    checkpoint_by_id: Select[Any]
-    writes_of_checkpoint: Select[Any]
-    writes_of_checkpoints: Select[Any]
-    upsert_checkpoint: Insert
-    upsert_writes: Insert
-    delete_thread_writes: Delete
-    delete_thread_checkpoints: Delete
-    delete_run_writes: Delete
-    delete_run_checkpoints: Delete
-    thread_has_checkpoints: Select[Any]
-    copy_checkpoints: Insert
-    copy_writes: Insert
-    prune_keys: Select[Any]
-    prune_pending: Select[Any]
-    prune_delta_threads: Select[Any]
-    delete_checkpoint: Delete
-    delete_checkpoint_writes: Delete
-    orphan_checkpoint: Update
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self.postgres = dialect.name == "postgresql"
+        insert = postgresql.insert if self.postgres else sqlite.insert
+        sql = functools.partial(compile_sql, dialect=dialect)
+
+        values: dict[str, Any] = {c.name: bindparam(c.name) for c in C.columns}
+        values["metadata"] = self._json_param("metadata")
+        upsert_checkpoint = insert(C).values(values)
+        self.upsert_checkpoint = sql(
+            upsert_checkpoint.on_conflict_do_update(
+                index_elements=list(C.primary_key.columns),
+                set_={
+                    name: upsert_checkpoint.excluded[name]
+                    for name in ("parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata")
+                },
+            )
+        )
+        # One statement serves a whole batch: a special slot (negative idx: __error__,
+        # __scheduled__, __interrupt__, __resume__) is replaced in place, while an ordinary
+        # write already stored stays as it was (the WHERE turns its update into a no-op).
+        upsert_writes = insert(W).values({c.name: bindparam(c.name) for c in W.columns})
+        self.upsert_writes = sql(
+            upsert_writes.on_conflict_do_update(
+                index_elements=list(W.primary_key.columns),
+                set_={n: upsert_writes.excluded[n] for n in ("task_path", "channel", "type", "blob")},
+                where=upsert_writes.excluded.idx < literal(0),
+            )
+        )
+
+        self.latest_checkpoint = sql(
+            select(*_CHECKPOINT_COLUMNS)
+            .where(C.c.thread_id == bindparam("tid"), C.c.checkpoint_ns == bindparam("ns"))
+            .order_by(C.c.checkpoint_id.desc())
+            .limit(1)
+        )
+        self.checkpoint_by_id = sql(select(*_CHECKPOINT_COLUMNS).where(_key(C)))
+        self.writes_of_checkpoint = sql(select(*_WRITE_COLUMNS).where(_key(W)))
+        self.writes_of_checkpoints = sql(
+            select(*_WRITE_COLUMNS).where(
+                W.c.thread_id == bindparam("tid"),
+                W.c.checkpoint_ns == bindparam("ns"),
+                self._in_list(W.c.checkpoint_id),
+            )
+        )
+
+        self.delete_thread_writes = sql(delete(W).where(W.c.thread_id == bindparam("tid")))
+        self.delete_thread_checkpoints = sql(delete(C).where(C.c.thread_id == bindparam("tid")))
+        of_runs = self._in_list(C.c.run_id)
+        self.delete_run_writes = sql(
+            delete(W).where(
+                exists().where(
+                    of_runs,
+                    C.c.thread_id == W.c.thread_id,
+                    C.c.checkpoint_ns == W.c.checkpoint_ns,
+                    C.c.checkpoint_id == W.c.checkpoint_id,
+                )
+            )
+        )
+        self.delete_run_checkpoints = sql(delete(C).where(self._in_list(C.c.run_id)))
+
+        target = cast(bindparam("target"), C.c.thread_id.type)
+        self.thread_has_checkpoints = sql(select(literal(1)).where(C.c.thread_id == target).limit(1))
+        self.copy_checkpoints = sql(
+            insert(C).from_select(
+                [c.name for c in C.columns],
+                select(*[target if c.name == "thread_id" else c for c in C.columns]).where(
+                    C.c.thread_id == bindparam("tid")
+                ),
+            )
+        )
+        self.copy_writes = sql(
+            insert(W).from_select(
+                [c.name for c in W.columns],
+                select(*[target if c.name == "thread_id" else c for c in W.columns]).where(
+                    W.c.thread_id == bindparam("tid")
+                ),
+            )
+        )
+
+        self.prune_keys = sql(
+            select(C.c.thread_id, C.c.checkpoint_ns, C.c.checkpoint_id, C.c.parent_checkpoint_id).where(
+                self._in_list(C.c.thread_id)
+            )
+        )
+        i, o = W.alias("i"), W.alias("o")
+        task_finished = exists().where(
+            o.c.thread_id == i.c.thread_id,
+            o.c.checkpoint_ns == i.c.checkpoint_ns,
+            o.c.checkpoint_id == i.c.checkpoint_id,
+            o.c.task_id == i.c.task_id,
+            # Spelled out rather than NOT IN (...), which SQLAlchemy expands per execution.
+            *(o.c.channel != channel for channel in sorted(CONTROL_CHANNELS)),
+        )
+        self.prune_pending = sql(
+            select(i.c.thread_id, i.c.checkpoint_ns, i.c.checkpoint_id)
+            .where(
+                self._in_list(i.c.thread_id),
+                i.c.channel == INTERRUPT,
+                i.c.task_id != NULL_TASK_ID,
+                ~task_finished,
+            )
+            .distinct()
+        )
+        has_marker: ColumnElement[bool] = false()
+        for marker in _DELTA_MARKERS:
+            if self.postgres:
+                has_marker = has_marker | type_coerce(C.c.metadata, JSONB).has_key(marker)
+            else:
+                has_marker = has_marker | func.json_type(C.c.metadata, f"$.{marker}").is_not(None)
+        self.prune_delta_threads = sql(
+            select(C.c.thread_id).where(self._in_list(C.c.thread_id), has_marker).distinct()
+        )
+        self.delete_checkpoint = sql(delete(C).where(_key(C)))
+        self.delete_checkpoint_writes = sql(delete(W).where(_key(W)))
+        self.orphan_checkpoint = sql(update(C).where(_key(C)).values(parent_checkpoint_id=null()))
+
+    def id_list(self, ids: Sequence[str]) -> Any:
+        """The value to bind as ``ids``: an array on PostgreSQL, JSON text for ``json_each``."""
+        return list(ids) if self.postgres else json.dumps(list(ids))
 
     def list_checkpoints(
         self,
@@ -112,12 +250,12 @@ class Statements:
         before_id: str | None,
         after_key: tuple[str, str, str] | None,
         limit: int,
-    ) -> Select[Any]:
-        """The page of ``list``: newest first, resuming strictly after ``after_key``.
+    ) -> Sql:
+        """One page of ``list`` (its values are compiled in: bind it with ``{}``): newest first, resuming strictly after ``after_key``.
 
-        ``after_key`` is ``(checkpoint_id, thread_id, checkpoint_ns)`` of the last row of the
-        previous page; rows are ordered by that triple, descending, so paging never repeats or
-        skips a row even across threads.
+        ``after_key`` is ``(checkpoint_id, thread_id, checkpoint_ns)`` of the previous page's
+        last row; rows are ordered by that triple, descending, so paging neither repeats nor
+        skips a row, even across threads.
         """
         conditions: list[ColumnElement[bool]] = []
         if thread_id is not None:
@@ -136,135 +274,57 @@ class Statements:
                 | ((C.c.checkpoint_id == cid) & (C.c.thread_id == tid) & (C.c.checkpoint_ns < ns))
             )
         if metadata_filter:
-            conditions.extend(_metadata_conditions(self.dialect, metadata_filter))
-        return (
+            conditions.extend(self._metadata_conditions(metadata_filter))
+        statement = (
             select(*_CHECKPOINT_COLUMNS)
             .where(and_(true(), *conditions))
             .order_by(C.c.checkpoint_id.desc(), C.c.thread_id.desc(), C.c.checkpoint_ns.desc())
             .limit(limit)
         )
+        return compile_sql(statement, self.dialect)
+
+    def _metadata_conditions(self, metadata_filter: Mapping[str, Any]) -> list[ColumnElement[bool]]:
+        if self.postgres:
+            # Containment: every filter key present with an equal JSON value.
+            document = bindparam("filter", json.dumps(dict(metadata_filter)), type_=Text)
+            return [type_coerce(C.c.metadata, JSONB).contains(cast(document, JSONB))]
+        conditions: list[ColumnElement[bool]] = []
+        for key, value in metadata_filter.items():
+            if not isinstance(key, str) or '"' in key or "\\" in key:
+                raise ValidationError(
+                    f"metadata filter key {key!r} is not usable: keys are strings without quotes "
+                    "or backslashes",
+                    details={"path": "filter"},
+                )
+            extracted = func.json_extract(C.c.metadata, f'$."{key}"')
+            if value is None:
+                conditions.append(extracted.is_(None))
+            elif isinstance(value, bool):
+                conditions.append(extracted == (1 if value else 0))
+            elif isinstance(value, (str, int, float)):
+                conditions.append(extracted == value)
+            else:
+                # json_extract renders objects and arrays as compact JSON text.
+                conditions.append(extracted == json.dumps(value, separators=(",", ":")))
+        return conditions
+
+    def _json_param(self, name: str) -> ColumnElement[Any]:
+        param = bindparam(name, type_=Text)
+        return cast(param, JSONB) if self.postgres else param
+
+    def _in_list(self, column: ColumnElement[str]) -> ColumnElement[bool]:
+        if self.postgres:
+            return column == any_(bindparam("ids", type_=ARRAY(Text)))
+        return column.in_(select(literal_column("value")).select_from(func.json_each(bindparam("ids"))))
 
 
-def _metadata_conditions(dialect: str, metadata_filter: Mapping[str, Any]) -> list[ColumnElement[bool]]:
-    if dialect == "postgresql":
-        # Containment: each filter key must be present with an equal JSON value.
-        return [type_coerce(C.c.metadata, JSONB).contains(dict(metadata_filter))]
-    conditions: list[ColumnElement[bool]] = []
-    for key, value in metadata_filter.items():
-        if not isinstance(key, str) or '"' in key or "\\" in key:
-            raise ValidationError(
-                f"metadata filter key {key!r} is not usable: keys are strings without quotes or "
-                "backslashes",
-                details={"path": "filter"},
-            )
-        extracted = func.json_extract(C.c.metadata, f'$."{key}"')
-        if value is None:
-            conditions.append(extracted.is_(None))
-        elif isinstance(value, bool):
-            conditions.append(extracted == (1 if value else 0))
-        elif isinstance(value, (str, int, float)):
-            conditions.append(extracted == value)
-        else:
-            # json_extract renders objects and arrays as compact JSON text.
-            conditions.append(extracted == json.dumps(value, separators=(",", ":")))
-    return conditions
+_cache: dict[tuple[str, str, str], Statements] = {}
 
 
-@functools.cache
-def statements_for(dialect: str) -> Statements:
-    """The statements of ``dialect`` (``"sqlite"`` or ``"postgresql"``), built once."""
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-
-    upsert_checkpoint = insert(C)
-    upsert_checkpoint = upsert_checkpoint.on_conflict_do_update(
-        index_elements=list(C.primary_key.columns),
-        set_={
-            name: upsert_checkpoint.excluded[name]
-            for name in ("parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata")
-        },
-    )
-    # One statement serves the whole batch: a special slot (negative idx: __error__,
-    # __scheduled__, __interrupt__, __resume__) is replaced in place, an ordinary write
-    # that is already there stays as it was (the WHERE turns its update into a no-op).
-    upsert_writes = insert(W)
-    upsert_writes = upsert_writes.on_conflict_do_update(
-        index_elements=list(W.primary_key.columns),
-        set_={name: upsert_writes.excluded[name] for name in ("task_path", "channel", "type", "blob")},
-        where=upsert_writes.excluded.idx < literal(0),
-    )
-
-    by_thread = C.c.thread_id == bindparam("tid")
-    in_threads = C.c.thread_id.in_(bindparam("thread_ids", expanding=True))
-    target = cast(bindparam("target"), C.c.thread_id.type)
-
-    i = W.alias("i")
-    o = W.alias("o")
-    task_finished = exists().where(
-        o.c.thread_id == i.c.thread_id,
-        o.c.checkpoint_ns == i.c.checkpoint_ns,
-        o.c.checkpoint_id == i.c.checkpoint_id,
-        o.c.task_id == i.c.task_id,
-        o.c.channel.not_in(sorted(CONTROL_CHANNELS)),
-    )
-    if dialect == "postgresql":
-        has_delta_marker: ColumnElement[bool] = false()
-        for marker in _DELTA_MARKERS:
-            has_delta_marker = has_delta_marker | type_coerce(C.c.metadata, JSONB).has_key(marker)
-    else:
-        has_delta_marker = false()
-        for marker in _DELTA_MARKERS:
-            has_delta_marker = has_delta_marker | func.json_type(C.c.metadata, f"$.{marker}").is_not(None)
-
-    return Statements(
-        dialect=dialect,
-        latest_checkpoint=select(*_CHECKPOINT_COLUMNS)
-        .where(by_thread, C.c.checkpoint_ns == bindparam("ns"))
-        .order_by(C.c.checkpoint_id.desc())
-        .limit(1),
-        checkpoint_by_id=select(*_CHECKPOINT_COLUMNS).where(_same_checkpoint(C)),
-        writes_of_checkpoint=select(*_WRITE_COLUMNS).where(_same_checkpoint()),
-        writes_of_checkpoints=select(*_WRITE_COLUMNS).where(
-            W.c.thread_id == bindparam("tid"),
-            W.c.checkpoint_ns == bindparam("ns"),
-            W.c.checkpoint_id.in_(bindparam("cids", expanding=True)),
-        ),
-        upsert_checkpoint=upsert_checkpoint,
-        upsert_writes=upsert_writes,
-        delete_thread_writes=delete(W).where(W.c.thread_id == bindparam("tid")),
-        delete_thread_checkpoints=delete(C).where(by_thread),
-        delete_run_writes=delete(W).where(
-            exists().where(
-                C.c.run_id.in_(bindparam("run_ids", expanding=True)),
-                C.c.thread_id == W.c.thread_id,
-                C.c.checkpoint_ns == W.c.checkpoint_ns,
-                C.c.checkpoint_id == W.c.checkpoint_id,
-            )
-        ),
-        delete_run_checkpoints=delete(C).where(C.c.run_id.in_(bindparam("run_ids", expanding=True))),
-        thread_has_checkpoints=select(literal(1)).where(C.c.thread_id == target).limit(1),
-        copy_checkpoints=insert(C).from_select(
-            [c.name for c in C.columns],
-            select(*[target if c.name == "thread_id" else c for c in C.columns]).where(by_thread),
-        ),
-        copy_writes=insert(W).from_select(
-            [c.name for c in W.columns],
-            select(*[target if c.name == "thread_id" else c for c in W.columns]).where(
-                W.c.thread_id == bindparam("tid")
-            ),
-        ),
-        prune_keys=select(
-            C.c.thread_id, C.c.checkpoint_ns, C.c.checkpoint_id, C.c.parent_checkpoint_id
-        ).where(in_threads),
-        prune_pending=select(i.c.thread_id, i.c.checkpoint_ns, i.c.checkpoint_id)
-        .where(
-            i.c.thread_id.in_(bindparam("thread_ids", expanding=True)),
-            i.c.channel == INTERRUPT,
-            i.c.task_id != NULL_TASK_ID,
-            ~task_finished,
-        )
-        .distinct(),
-        prune_delta_threads=select(C.c.thread_id).where(in_threads, has_delta_marker).distinct(),
-        delete_checkpoint=delete(C).where(_same_checkpoint(C)),
-        delete_checkpoint_writes=delete(W).where(_same_checkpoint()),
-        orphan_checkpoint=update(C).where(_same_checkpoint(C)).values(parent_checkpoint_id=None),
-    )
+def statements_for(dialect: Dialect) -> Statements:
+    """The statements of ``dialect``, compiled the first time it is asked for."""
+    key = (dialect.name, dialect.driver, dialect.paramstyle)
+    found = _cache.get(key)
+    if found is None:
+        found = _cache.setdefault(key, Statements(dialect))
+    return found

@@ -8,14 +8,26 @@ write lock. PostgreSQL goes through psycopg 3 with a pooled, pre-pinged connecti
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.pool import StaticPool
 
-__all__ = ["READ_ONLY", "SQLITE_BUSY_TIMEOUT_MS", "is_sqlite", "make_engine", "normalize_url"]
+__all__ = [
+    "READ_ONLY",
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "configure_sqlite",
+    "is_memory_sqlite",
+    "is_sqlite",
+    "make_engine",
+    "normalize_url",
+    "write_lock",
+]
 
 #: How long a SQLite writer waits for the lock before giving up (milliseconds).
 SQLITE_BUSY_TIMEOUT_MS = 60_000
@@ -98,3 +110,34 @@ def _on_sqlite_begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN")
     else:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+_write_locks: dict[str, threading.Lock] = {}
+_write_locks_guard = threading.Lock()
+
+
+def write_lock(engine: Engine) -> AbstractContextManager[Any]:
+    """A lock to hold around a write transaction on ``engine`` (a no-op on PostgreSQL).
+
+    SQLite lets one writer in at a time and makes the others wait in its busy handler, which
+    sleeps in steps of 1 to 100 ms: threads of one process that collide on the lock would
+    lose whole milliseconds per write. Taking this process-wide lock first (one per database
+    file, shared by every engine on that file) queues them with no sleep; other processes
+    still wait on the busy timeout. A private in-memory database has a single shared
+    connection, so every transaction on it, read or write, must hold the lock.
+    """
+    if not is_sqlite(engine):
+        return nullcontext()
+    database = engine.url.database
+    if database in (None, "", ":memory:"):
+        key = f"memory:{id(engine.pool)}"
+    else:
+        key = os.path.realpath(database)
+    with _write_locks_guard:
+        lock = _write_locks.setdefault(key, threading.Lock())
+    return lock
+
+
+def is_memory_sqlite(engine: Engine) -> bool:
+    """Whether ``engine`` is a private in-memory SQLite database (one shared connection)."""
+    return is_sqlite(engine) and engine.url.database in (None, "", ":memory:")

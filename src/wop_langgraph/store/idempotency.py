@@ -95,6 +95,8 @@ def begin(conn: Connection, *, scope: str, endpoint: str, key: str, digest: str,
         dialect.insert(_table)
         .values(**fresh)
         .on_conflict_do_nothing(index_elements=["scope", "endpoint", "key"])
+        # SQLAlchemy keeps an INSERT's rowcount only when asked; without it psycopg reports -1.
+        .execution_options(preserve_rowcount=True)
     ).rowcount
     if inserted == 1:
         return Begin(BeginOutcome.PROCESS)

@@ -80,7 +80,8 @@ def insert_interrupt(conn: Connection, record: InterruptRecord) -> tuple[Interru
     """
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     statement = dialect.insert(_table).values(**asdict(record)).on_conflict_do_nothing(index_elements=["key"])
-    inserted = conn.execute(statement).rowcount == 1
+    # SQLAlchemy keeps an INSERT's rowcount only when asked; without it psycopg reports -1.
+    inserted = conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount == 1
     stored = get_interrupt_by_key(conn, record.key)
     if stored is None:  # pragma: no cover - the insert or the conflict guarantees a row
         raise RuntimeError(f"interrupt {record.key!r} vanished during insert")

@@ -24,15 +24,16 @@ from langgraph.checkpoint.base import (
     get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from wop_langgraph.protocol.errors import StoreError, ValidationError
 from wop_langgraph.store import _saver_ops as ops
 from wop_langgraph.store._saver_codec import Codec, checked, thread_key
-from wop_langgraph.store._saver_sql import Statements, statements_for
-from wop_langgraph.store.engine import READ_ONLY, configure_sqlite, is_sqlite, make_engine
+from wop_langgraph.store._saver_sql import Sql, Statements, statements_for
+from wop_langgraph.store._saver_tx import Tx, store_error, transaction
+from wop_langgraph.store.engine import configure_sqlite, is_sqlite, make_engine
 from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
 
@@ -40,7 +41,7 @@ __all__ = ["AsyncSQLModelSaver", "SQLModelSaver"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-Op = Callable[Concatenate[Connection, Statements, P], R]
+Op = Callable[Concatenate[Tx, Statements, P], R]
 
 #: Rows fetched per round trip while ``list`` iterates.
 LIST_PAGE_SIZE = 100
@@ -66,8 +67,7 @@ class _SaverCore(BaseCheckpointSaver[str]):
             configure_sqlite(engine)
         self.engine = engine
         self.recorder = recorder
-        self._sql = statements_for(engine.dialect.name)
-        self._read_engine = engine.execution_options(**{READ_ONLY: True})
+        self._sql = statements_for(engine.dialect)
         self._owns_engine = False
         self._closed = False
 
@@ -117,13 +117,15 @@ class _SaverCore(BaseCheckpointSaver[str]):
     def _run(self, write: bool, what: str, op: Op[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         if self._closed:
             raise StoreError(f"{what} on a closed saver; create a new one")
-        engine = self.engine if write else self._read_engine
-        try:
-            with engine.begin() as conn:
-                return op(conn, self._sql, *args, **kwargs)
-        except SQLAlchemyError as exc:
-            cause = exc.orig if isinstance(exc, DBAPIError) else exc
-            raise StoreError(f"{what} failed in the database: {type(cause).__name__}: {cause}") from exc
+        with transaction(self.engine, what, write=write) as tx:
+            return op(tx, self._sql, *args, **kwargs)
+
+    def _run_recorded(self, rows: list[dict[str, Any]], batch: WriteBatch) -> None:
+        if self._closed:
+            raise StoreError("put_writes on a closed saver; create a new one")
+        recorder = self.recorder
+        with transaction(self.engine, "put_writes", write=True, with_connection=recorder is not None) as tx:
+            ops.store_writes(tx, self._sql, rows, recorder, batch)
 
     def _batch(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
@@ -149,7 +151,7 @@ def _list_query(
     before: RunnableConfig | None,
     after_key: tuple[str, str, str] | None,
     size: int,
-) -> Any:
+) -> Sql:
     configurable = (config or {}).get("configurable") or {}
     thread_id = configurable.get("thread_id")
     checkpoint_ns = configurable.get("checkpoint_ns")
@@ -205,8 +207,7 @@ class SQLModelSaver(_SaverCore):
         try:
             return upgrade(self.engine)
         except SQLAlchemyError as exc:
-            cause = exc.orig if isinstance(exc, DBAPIError) else exc
-            raise StoreError(f"setup failed in the database: {type(cause).__name__}: {cause}") from exc
+            raise store_error("setup", exc) from exc
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (the namespace's latest without ``checkpoint_id``)."""
@@ -271,7 +272,7 @@ class SQLModelSaver(_SaverCore):
     ) -> None:
         """Store a task's writes and, in the same transaction, hand them to the recorder."""
         rows, batch = self._batch(config, writes, task_id, task_path)
-        self._run(True, "put_writes", ops.store_writes, rows, self.recorder, batch)
+        self._run_recorded(rows, batch)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of ``thread_id``."""

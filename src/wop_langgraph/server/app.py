@@ -1,0 +1,58 @@
+"""``create_app(host, settings)``: the FastAPI app over a :class:`~wop_langgraph.host.WopHost`."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from fastapi import FastAPI
+
+from wop_langgraph.host import WopHost
+from wop_langgraph.server import discovery, html, routes_events, routes_interrupts, routes_runs, routes_tokens
+from wop_langgraph.server.delivery import CallbackDelivery, DeliveryPolicy
+from wop_langgraph.server.errors import ProtocolVersionMiddleware, install_error_handlers
+from wop_langgraph.server.maintenance import lifespan
+from wop_langgraph.server.paths import SlashEscapeMiddleware
+from wop_langgraph.server.settings import Settings, first_signing_secret
+from wop_langgraph.server.state import ServerState
+
+__all__ = ["create_app"]
+
+
+def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
+    """Build the OpenWOP HTTP app over ``host``.
+
+    Nothing runs until the app is served: the lifespan recovers interrupted runs, starts the
+    callback worker and the timeout sweep. The server's delivery table is created here.
+
+    Raises:
+        ConfigurationError: missing or malformed signing keys or API keys.
+    """
+    settings = settings or Settings()
+    keys = settings.keyring()
+    api_keys = settings.api_keyring()
+    policy = DeliveryPolicy(
+        signing_secret=first_signing_secret(settings),
+        public_base=(settings.public_url or "").rstrip("/"),
+        attempts=settings.callback_attempts,
+        backoff_seconds=settings.callback_backoff_seconds,
+        timeout_seconds=settings.callback_timeout_seconds,
+        allow=settings.callback_allow,
+    )
+    delivery = CallbackDelivery(host, keys, policy, timedelta(seconds=settings.token_ttl_seconds))
+    state = ServerState(host=host, settings=settings, signing_keys=keys, api_keys=api_keys, delivery=delivery)
+    CallbackDelivery.create_table(host.engine)
+
+    app = FastAPI(
+        title="wop-langgraph",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.wop = state
+    install_error_handlers(app)
+    for module in (discovery, routes_runs, routes_tokens, routes_events, routes_interrupts, html):
+        app.include_router(module.router)
+    app.add_middleware(SlashEscapeMiddleware)
+    app.add_middleware(ProtocolVersionMiddleware)
+    return app

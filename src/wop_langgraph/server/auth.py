@@ -1,0 +1,58 @@
+"""API-key authentication and scope checks, as FastAPI dependencies.
+
+``Authorization: Bearer <api key>`` names a :class:`~wop_langgraph.host.Principal` configured in
+``WOP_API_KEYS``. A missing or unknown key is ``401 unauthenticated`` (with
+``WWW-Authenticate: Bearer``); a known key without the operation's scope is ``403 forbidden``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from wop_langgraph.host import Principal
+from wop_langgraph.protocol.errors import Forbidden, Unauthenticated
+from wop_langgraph.server.state import ServerState, server_state
+
+__all__ = ["Caller", "authenticate", "require_scopes"]
+
+
+def authenticate(request: Request, state: Annotated[ServerState, Depends(server_state)]) -> Principal:
+    """The principal of the request's bearer API key.
+
+    Raises:
+        Unauthenticated: no ``Authorization: Bearer`` header, or an unknown key.
+    """
+    header = request.headers.get("authorization", "")
+    scheme, _, credential = header.partition(" ")
+    credential = credential.strip()
+    if scheme.lower() != "bearer" or not credential:
+        raise Unauthenticated("send Authorization: Bearer <api key>")
+    found: Principal | None = None
+    # Compare against every key so the time taken does not tell which prefix matched.
+    for key, principal in state.api_keys.principals.items():
+        if hmac.compare_digest(key.encode(), credential.encode()):
+            found = principal
+    if found is None:
+        raise Unauthenticated("the API key is not known to this host")
+    return found
+
+
+def require_scopes(*scopes: str) -> Callable[[Principal], Principal]:
+    """A dependency that authenticates and then demands every one of ``scopes``."""
+
+    def dependency(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+        missing = [s for s in scopes if s not in principal.scopes]
+        if missing:
+            raise Forbidden(
+                f"the API key lacks the scope {', '.join(missing)}", details={"requiredScopes": list(scopes)}
+            )
+        return principal
+
+    return dependency
+
+
+Caller = Annotated[Principal, Depends(authenticate)]

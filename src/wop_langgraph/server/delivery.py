@@ -1,0 +1,288 @@
+"""Callback delivery: when a run with a ``callbackUrl`` suspends, POST the interrupt and a token to it.
+
+Delivery runs on a background thread, never on the request path. Each pending interrupt is
+claimed once in the server's own ``wop_server_callbacks`` table (insert-or-nothing), so with
+several replicas over one database exactly one of them delivers it. The request is
+
+    POST <callbackUrl>
+    Content-Type: application/json
+    OpenWOP-Timestamp: <unix seconds>
+    OpenWOP-Signature: sha256=<hex HMAC-SHA256 over "{timestamp}.{rawBody}">
+    {"runId", "nodeId", "interrupt": <InterruptPayload>, "token", "url"}
+
+signed with the secret of the first (signing) kid. The host name is resolved once, every address
+is re-checked by the egress guard, the connection goes to the checked address without resolving
+again (TLS still verifies the certificate against the host name), redirects are never followed,
+and failures are retried a bounded number of times with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import logging
+import queue
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from sqlalchemy import Column, DateTime, Engine, Integer, MetaData, String, Table, Text, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from wop_langgraph.host import WopHost
+from wop_langgraph.protocol.egress import AllowList, IPAddress, check_resolved_addresses
+from wop_langgraph.protocol.errors import WopError
+from wop_langgraph.server.interrupt_lookup import mint_for
+from wop_langgraph.store.interrupts import InterruptRecord
+from wop_langgraph.store.run_tables import interrupts_table, runs_table
+from wop_langgraph.tokens import SigningKeys
+
+__all__ = ["CallbackDelivery", "DeliveryPolicy", "callbacks_table", "sign"]
+
+_log = logging.getLogger("wop_langgraph.server.delivery")
+_metadata = MetaData()
+callbacks_table = Table(
+    "wop_server_callbacks",
+    _metadata,
+    Column("interrupt_id", String(300), primary_key=True),
+    Column("run_id", String(300), nullable=False, index=True),
+    Column("state", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("last_status", Integer, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+_STOP = object()
+
+
+def sign(secret: bytes, timestamp: int, raw_body: bytes) -> str:
+    """``sha256=<hex>`` of HMAC-SHA256 over ``"{timestamp}.{rawBody}"``."""
+    mac = hmac.new(secret, f"{timestamp}.".encode() + raw_body, hashlib.sha256).hexdigest()
+    return f"sha256={mac}"
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    """How callbacks are sent."""
+
+    signing_secret: bytes
+    public_base: str = ""
+    attempts: int = 5
+    backoff_seconds: float = 0.5
+    timeout_seconds: float = 10.0
+    allow: AllowList | None = None
+
+
+class CallbackDelivery:
+    """A background worker that delivers suspended interrupts to their run's ``callbackUrl``."""
+
+    def __init__(
+        self, host: WopHost, keys: SigningKeys, policy: DeliveryPolicy, token_ttl: timedelta
+    ) -> None:
+        self._host = host
+        self._keys = keys
+        self._policy = policy
+        self._ttl = token_ttl
+        self._queue: queue.Queue[object] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+
+    @staticmethod
+    def create_table(engine: Engine) -> None:
+        """Create the server's delivery table if it is missing."""
+        _metadata.create_all(engine)
+
+    def start(self) -> None:
+        """Start the worker thread."""
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._work, name="wop-callbacks", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop after the current delivery (retries waiting on backoff are abandoned)."""
+        self._stopping.set()
+        self._queue.put(_STOP)
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def notify(self, run_id: str) -> None:
+        """A run may have suspended: look at it soon."""
+        self._queue.put(run_id)
+
+    def scan(self) -> None:
+        """Queue every run with an undelivered pending interrupt and a callback (other replicas' too)."""
+        delivered = select(callbacks_table.c.interrupt_id)
+        query = (
+            select(interrupts_table.c.run_id)
+            .join(runs_table, runs_table.c.run_id == interrupts_table.c.run_id)
+            .where(
+                interrupts_table.c.status == "pending",
+                runs_table.c.callback_url.is_not(None),
+                interrupts_table.c.interrupt_id.not_in(delivered),
+            )
+            .distinct()
+        )
+        with self._host.engine.connect() as conn:
+            for (run_id,) in conn.execute(query):
+                self.notify(run_id)
+
+    def deliver_run(self, run_id: str) -> int:
+        """Deliver the run's pending interrupts not yet claimed by anyone; returns how many were sent."""
+        with self._host.engine.connect() as conn:
+            url = conn.execute(
+                select(runs_table.c.callback_url).where(runs_table.c.run_id == run_id)
+            ).scalar()
+        if not url:
+            return 0
+        sent = 0
+        for record in self._host.pending_interrupts(run_id):
+            if self._claim(record) and self._deliver(url, record):
+                sent += 1
+        return sent
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP or self._stopping.is_set():
+                return
+            try:
+                self.deliver_run(str(item))
+            except Exception:
+                _log.exception("callback delivery for a run failed")
+
+    def _claim(self, record: InterruptRecord) -> bool:
+        engine = self._host.engine
+        dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+        with engine.begin() as conn:
+            inserted = conn.execute(
+                dialect.insert(callbacks_table)
+                .values(
+                    interrupt_id=record.interrupt_id,
+                    run_id=record.run_id,
+                    state="sending",
+                    attempts=0,
+                    updated_at=self._host.clock(),
+                )
+                .on_conflict_do_nothing(index_elements=["interrupt_id"])
+            ).rowcount
+        return bool(inserted == 1)
+
+    def _deliver(self, url: str, record: InterruptRecord) -> bool:
+        policy = self._policy
+        try:
+            minted = mint_for(self._keys, record, intent="resolve", now=self._host.clock(), ttl=self._ttl)
+        except WopError as exc:
+            self._record(record, "failed", 0, None, exc.message)
+            return False
+        body = {
+            "runId": record.run_id,
+            "nodeId": record.node_id,
+            "interrupt": record.payload,
+            "token": minted.token,
+            "url": f"{policy.public_base}/interrupts/{minted.token}",
+        }
+        raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        for attempt in range(1, policy.attempts + 1):
+            status, error = self._post_once(url, raw)
+            if status is not None and 200 <= status < 300:
+                self._record(record, "delivered", attempt, status, None)
+                return True
+            permanent = status is not None and 300 <= status < 500 and status not in (408, 425, 429)
+            if permanent or error == "refused" or attempt == policy.attempts:
+                self._record(record, "failed", attempt, status, error or f"HTTP {status}")
+                return False
+            if self._stopping.wait(policy.backoff_seconds * 2 ** (attempt - 1)):
+                self._record(record, "failed", attempt, status, "server stopping")
+                return False
+        return False  # pragma: no cover - the loop always returns
+
+    def _post_once(self, url: str, raw: bytes) -> tuple[int | None, str | None]:
+        """One POST to a re-validated address; ``(status, None)`` or ``(None, reason)``."""
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            addresses = check_resolved_addresses(
+                host, [str(info[4][0]) for info in infos], port=port, allow=self._policy.allow
+            )
+        except WopError as exc:
+            _log.warning("callback address refused by the egress guard: %s", exc.details)
+            return None, "refused"
+        except OSError as exc:
+            return None, f"dns: {exc}"
+        timestamp = int(time.time())
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "wop-langgraph-callbacks",
+            "OpenWOP-Timestamp": str(timestamp),
+            "OpenWOP-Signature": sign(self._policy.signing_secret, timestamp, raw),
+            "OpenWOP-Signature-Algorithm": "v1",
+        }
+        connection = _pinned_connection(parts.scheme, host, port, addresses[0], self._policy.timeout_seconds)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        try:
+            connection.request("POST", path, body=raw, headers=headers)
+            response = connection.getresponse()
+            response.read()
+            return response.status, None
+        except (OSError, http.client.HTTPException) as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        finally:
+            connection.close()
+
+    def _record(
+        self, record: InterruptRecord, state: str, attempts: int, status: int | None, error: str | None
+    ) -> None:
+        with self._host.engine.begin() as conn:
+            conn.execute(
+                update(callbacks_table)
+                .where(callbacks_table.c.interrupt_id == record.interrupt_id)
+                .values(
+                    state=state,
+                    attempts=attempts,
+                    last_status=status,
+                    last_error=error,
+                    updated_at=self._host.clock(),
+                )
+            )
+
+
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    """HTTP to a fixed, already validated address; ``Host`` still names the URL's host."""
+
+    def __init__(self, host: str, port: int, address: IPAddress, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((str(self._address), self.port), self.timeout)
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS to a fixed address; the certificate is verified against the URL's host name."""
+
+    def __init__(self, host: str, port: int, address: IPAddress, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self._address = address
+
+    def connect(self) -> None:
+        raw = socket.create_connection((str(self._address), self.port), self.timeout)
+        self.sock = self._context.wrap_socket(raw, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+def _pinned_connection(
+    scheme: str, host: str, port: int, address: IPAddress, timeout: float
+) -> http.client.HTTPConnection:
+    if scheme == "https":
+        return _PinnedHTTPSConnection(host, port, address, timeout)
+    return _PinnedHTTPConnection(host, port, address, timeout)

@@ -1,0 +1,50 @@
+"""``GET /.well-known/openwop``: the closed v2 discovery root, with an ``ETag``.
+
+Only what this host actually does is claimed: the ``interrupt`` family (hs256 tokens, the
+approver reference kinds the host honours, callback delivery to ``createRun.callbackUrl``).
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from wop_langgraph.server.errors import PROTOCOL_VERSION, SUPPORTED_VERSIONS
+from wop_langgraph.server.etag import cached_json
+from wop_langgraph.server.state import ServerState, server_state
+
+__all__ = ["INTERRUPT_UNTIL", "discovery_document", "router"]
+
+router = APIRouter()
+INTERRUPT_UNTIL = "2027-06-30"
+
+
+def discovery_document(state: ServerState) -> dict[str, Any]:
+    """The v2 discovery root for this host."""
+    try:
+        package_version = version("wop-langgraph")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        package_version = "0"
+    return {
+        "protocolVersions": list(SUPPORTED_VERSIONS),
+        "preferredVersion": PROTOCOL_VERSION,
+        "implementation": {"name": "wop-langgraph", "version": package_version},
+        "eventLogSchemaVersion": 3,
+        "interrupt": {
+            "status": "experimental",
+            "since": "2.0",
+            "until": INTERRUPT_UNTIL,
+            "witness": "witnessable-gated",
+            "tokenAlgs": ["hs256"],
+            "refKinds": sorted(state.host.options.ref_kinds),
+            "callbackDelivery": True,
+        },
+    }
+
+
+@router.get("/.well-known/openwop")
+def get_capabilities(request: Request, state: Annotated[ServerState, Depends(server_state)]) -> Response:
+    """The discovery document; ``If-None-Match`` with its ``ETag`` answers 304."""
+    return cached_json(request, discovery_document(state), {"Cache-Control": "public, max-age=300"})

@@ -1,0 +1,74 @@
+"""Work the server does on its own: recovery at start-up, then a periodic timeout sweep.
+
+The sweep resolves expired interrupts (safe from several replicas at once: each interrupt is
+claimed by exactly one) and asks the callback worker to look for undelivered suspensions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from wop_langgraph.server.state import ServerState
+
+__all__ = ["Sweeper", "lifespan"]
+
+_log = logging.getLogger("wop_langgraph.server")
+
+
+class Sweeper:
+    """A daemon thread running ``host.sweep()`` and a callback scan every ``interval`` seconds."""
+
+    def __init__(self, state: ServerState, interval: float) -> None:
+        self._state = state
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._interval <= 0:
+            return
+        self._thread = threading.Thread(target=self._loop, name="wop-sweep", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def run_once(self) -> int:
+        """One sweep and one callback scan; returns how many interrupts timed out."""
+        swept = self._state.host.sweep()
+        self._state.delivery.scan()
+        return swept
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.run_once()
+            except Exception:
+                _log.exception("the timeout sweep failed; it will run again")
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Recover, start the callback worker and the sweep; stop both on shutdown."""
+    state: ServerState = app.state.wop
+    recovered = await run_in_threadpool(state.host.recover)
+    if recovered:
+        _log.info("recovered %d run(s) with undelivered resolutions", recovered)
+    state.delivery.start()
+    sweeper = Sweeper(state, state.settings.sweep_interval_seconds)
+    sweeper.start()
+    state.delivery.scan()
+    try:
+        yield
+    finally:
+        sweeper.stop()
+        state.delivery.stop()

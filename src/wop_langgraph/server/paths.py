@@ -1,0 +1,68 @@
+"""Tenant-bound ids in URL paths: ``~2F`` (and ``%2F``) decoding, grammar and tenant checks.
+
+Starlette decodes ``%2F`` to ``/`` before routing, which would split ``acme%2Fr-…`` into two
+segments; :class:`SlashEscapeMiddleware` rewrites ``%2F`` in the raw path to the projection's own
+``~2F`` first, so both spellings reach the route as one segment and decode the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from wop_langgraph.host import Principal
+from wop_langgraph.protocol.errors import IdTenantMismatch, ValidationError
+from wop_langgraph.protocol.ids import AUTHOR_ID_PATTERN, TENANT_BOUND_ID_PATTERN, project_id, unproject_id
+
+__all__ = ["SlashEscapeMiddleware", "node_id_from_path", "project_id", "run_id_from_path"]
+
+_ENCODED_SLASH = re.compile(rb"%2[fF]")
+_TENANT_BOUND = re.compile(TENANT_BOUND_ID_PATTERN)
+_NODE_ID = re.compile(AUTHOR_ID_PATTERN)
+_NODE_PATH = re.compile(r"^[A-Za-z0-9._~:-]{1,128}(/[A-Za-z0-9._~:-]{1,128})*$")
+
+
+class SlashEscapeMiddleware:
+    """Rewrite ``%2F`` in the request path to ``~2F`` before routing (pure ASGI)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = scope.get("raw_path")
+        if scope["type"] == "http" and isinstance(raw, bytes) and _ENCODED_SLASH.search(raw):
+            rewritten = _ENCODED_SLASH.sub(b"~2F", raw)
+            scope = {**scope, "raw_path": rewritten, "path": unquote(rewritten.decode("latin-1"))}
+        await self.app(scope, receive, send)
+
+
+def run_id_from_path(segment: str, principal: Principal | None) -> str:
+    """Decode a ``runId`` path segment and check it belongs to ``principal``'s tenant.
+
+    Raises:
+        ValidationError: a bad ``~`` escape, or a decoded id outside the tenant-bound grammar.
+        IdTenantMismatch: the id names another tenant (whether the run exists is not disclosed).
+    """
+    run_id = unproject_id(segment)
+    if not _TENANT_BOUND.fullmatch(run_id):
+        raise ValidationError(
+            "runId must be <tenant>/<opaque> (written <tenant>~2F<opaque> in a path)",
+            details={"path": "/runId"},
+        )
+    if principal is not None and run_id.partition("/")[0] != principal.tenant:
+        raise IdTenantMismatch("the run id names another tenant than the caller's")
+    return run_id
+
+
+def node_id_from_path(segment: str) -> str:
+    """Decode a ``nodeId`` path segment (a subgraph node's ``parent/child`` arrives as ``~2F``).
+
+    Raises:
+        ValidationError: a bad escape, or an id outside the nodeId grammar.
+    """
+    node_id = unproject_id(segment) if "~" in segment else segment
+    if not (_NODE_ID.fullmatch(node_id) or _NODE_PATH.fullmatch(node_id)):
+        raise ValidationError("nodeId is outside the nodeId grammar", details={"path": "/nodeId"})
+    return node_id

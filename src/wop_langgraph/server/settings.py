@@ -1,0 +1,146 @@
+"""Server settings, read from ``WOP_*`` environment variables (pydantic-settings).
+
+Nothing is read at import time: :class:`Settings` is instantiated by the caller (the CLI, a test,
+an ASGI factory). Signing keys and API keys are parsed on demand, so a bad value fails at start-up
+with a message that names the entry but never a secret.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from wop_langgraph.host import Principal
+from wop_langgraph.protocol.egress import AllowList
+from wop_langgraph.tokens import SigningKeys
+
+__all__ = ["ApiKeys", "ConfigurationError", "Settings"]
+
+_SCOPE = re.compile(r"[a-z][a-z0-9_-]*:[a-z][a-z0-9_-]*")
+_TENANT = re.compile(r"(anon:)?[A-Za-z0-9._~-]{1,128}")
+_SUBJECT = re.compile(r"[^\s/:;=]{1,256}")
+
+
+class ConfigurationError(ValueError):
+    """A setting is missing or malformed; the message says which and how to fix it."""
+
+
+class Settings(BaseSettings):
+    """The server's configuration (environment prefix ``WOP_``).
+
+    Attributes:
+        database_url: the store (``sqlite:///wop.db`` or ``postgresql://...``).
+        signing_keys: ``kid=secret,...``; the first signs interrupt tokens and callbacks.
+        api_keys: ``key=tenant:subject:scope+scope`` entries separated by ``;``.
+        public_url: the origin links are built on (token URLs, callbacks); defaults to the
+            request's own origin.
+        token_ttl_seconds: default lifetime of a minted token (capped by the interrupt's deadline).
+        sweep_interval_seconds: how often the timeout sweep runs (0 disables it).
+        callback_attempts / callback_backoff_seconds / callback_timeout_seconds: callback delivery.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="WOP_", extra="ignore")
+
+    database_url: str = "sqlite:///wop.db"
+    signing_keys: SecretStr | None = None
+    api_keys: SecretStr | None = None
+    public_url: str | None = None
+    token_ttl_seconds: int = Field(default=1800, ge=1)
+    sweep_interval_seconds: float = Field(default=5.0, ge=0)
+    callback_attempts: int = Field(default=5, ge=1)
+    callback_backoff_seconds: float = Field(default=0.5, ge=0)
+    callback_timeout_seconds: float = Field(default=10.0, gt=0)
+    callback_allow: AllowList | None = Field(default=None, exclude=True)
+    """Test-only egress allowance for a loopback receiver; never set from the environment."""
+
+    def keyring(self) -> SigningKeys:
+        """The parsed signing keys.
+
+        Raises:
+            ConfigurationError: unset or malformed ``WOP_SIGNING_KEYS``.
+        """
+        if self.signing_keys is None or not self.signing_keys.get_secret_value().strip():
+            raise ConfigurationError(
+                "WOP_SIGNING_KEYS is not set: give at least one kid=secret (secret >= 16 bytes), "
+                "e.g. WOP_SIGNING_KEYS=k1=$(openssl rand -hex 32)"
+            )
+        try:
+            return SigningKeys.parse(self.signing_keys.get_secret_value())
+        except ValueError as exc:
+            raise ConfigurationError(f"WOP_SIGNING_KEYS: {exc}") from None
+
+    def api_keyring(self) -> ApiKeys:
+        """The parsed API keys (empty when ``WOP_API_KEYS`` is unset: every call is then 401).
+
+        Raises:
+            ConfigurationError: a malformed entry.
+        """
+        text = self.api_keys.get_secret_value() if self.api_keys is not None else ""
+        return ApiKeys.parse(text)
+
+
+@dataclass(frozen=True)
+class ApiKeys:
+    """API key -> the principal it authenticates."""
+
+    principals: dict[str, Principal]
+
+    @classmethod
+    def parse(cls, text: str) -> ApiKeys:
+        """Read ``key=tenant:subject:scope+scope;key2=...`` (entries never echo the key).
+
+        Raises:
+            ConfigurationError: an entry without ``=``, a bad tenant, subject or scope, or a
+                duplicate key.
+        """
+        principals: dict[str, Principal] = {}
+        for position, entry in enumerate(text.split(";"), start=1):
+            if not entry.strip():
+                continue
+            key, sep, grant = entry.strip().partition("=")
+            key = key.strip()
+            if not sep or not key:
+                raise ConfigurationError(f"WOP_API_KEYS: entry {position} is not key=tenant:subject:scopes")
+            # Scopes contain ':' themselves (runs:create): split tenant and subject off the front.
+            tenant, subject, scopes = _split_grant(grant.strip(), position)
+            if not _TENANT.fullmatch(tenant):
+                raise ConfigurationError(f"WOP_API_KEYS: entry {position} has an invalid tenant {tenant!r}")
+            if not _SUBJECT.fullmatch(subject):
+                raise ConfigurationError(f"WOP_API_KEYS: entry {position} has an invalid subject {subject!r}")
+            if key in principals:
+                raise ConfigurationError(f"WOP_API_KEYS: entry {position} repeats an earlier key")
+            principals[key] = Principal(tenant=tenant, subject_id=subject, scopes=scopes)
+        return cls(principals)
+
+    def lookup(self, key: str) -> Principal | None:
+        """The principal of ``key``, or ``None``."""
+        return self.principals.get(key)
+
+
+def _split_grant(grant: str, position: int) -> tuple[str, str, frozenset[str]]:
+    """Split ``tenant:subject:scope+scope`` where the scopes themselves contain ``:``."""
+    tenant_prefix = ""
+    if grant.startswith("anon:"):
+        tenant_prefix, grant = "anon:", grant[len("anon:") :]
+    tenant, _, rest = grant.partition(":")
+    subject, _, scope_text = rest.partition(":")
+    scopes = frozenset(s.strip() for s in scope_text.split("+") if s.strip())
+    for scope in scopes:
+        if not _SCOPE.fullmatch(scope):
+            raise ConfigurationError(f"WOP_API_KEYS: entry {position} has an invalid scope {scope!r}")
+    return tenant_prefix + tenant, subject, scopes
+
+
+def first_signing_secret(settings: Settings) -> bytes:
+    """The secret of the signing (first) kid, which also signs callbacks.
+
+    Raises:
+        ConfigurationError: unset or malformed ``WOP_SIGNING_KEYS``.
+    """
+    settings.keyring()  # validates the whole list first
+    assert settings.signing_keys is not None
+    first = settings.signing_keys.get_secret_value().split(",")[0]
+    return first.partition("=")[2].strip().encode()

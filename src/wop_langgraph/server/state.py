@@ -1,0 +1,46 @@
+"""What the routes share: the host, the parsed configuration and the callback queue."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from fastapi import Request
+
+from wop_langgraph.host import WopHost
+from wop_langgraph.tokens import SigningKeys
+
+if TYPE_CHECKING:
+    from wop_langgraph.server.delivery import CallbackDelivery
+    from wop_langgraph.server.settings import ApiKeys, Settings
+
+__all__ = ["ServerState", "server_state"]
+
+
+@dataclass
+class ServerState:
+    """One app's state, stored on ``app.state.wop``."""
+
+    host: WopHost
+    settings: Settings
+    signing_keys: SigningKeys
+    api_keys: ApiKeys
+    delivery: CallbackDelivery
+
+    @property
+    def token_ttl(self) -> timedelta:
+        return timedelta(seconds=self.settings.token_ttl_seconds)
+
+    def public_base(self, request: Request) -> str:
+        """The origin links are built on: ``WOP_PUBLIC_URL`` or the request's own."""
+        if self.settings.public_url:
+            return self.settings.public_url.rstrip("/")
+        return str(request.base_url).rstrip("/")
+
+
+def server_state(request: Request) -> ServerState:
+    """The app's :class:`ServerState` (a FastAPI dependency)."""
+    state = request.app.state.wop
+    assert isinstance(state, ServerState)
+    return state

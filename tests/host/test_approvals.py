@@ -1,0 +1,388 @@
+"""Approval gates: accept, reject (failing, never retried, or routed), refine, edit-accept, quorum, approvers."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from tests.host._graphs import ALICE, approval_graph, count
+from tests.host._support import events, footprint, of_type, only_pending, payloads, start
+from tests.host.conftest import HostFactory
+from wop_langgraph.host import Membership, Principal, WopHost
+from wop_langgraph.protocol.errors import Forbidden, InterruptAlreadyResolved, ValidationError
+
+BOB = Principal("acme", "bob", frozenset({"approvals:respond"}))
+CAROL = Principal("acme", "carol", frozenset({"approvals:respond"}))
+DAVE = Principal("acme", "dave", frozenset({"approvals:respond"}))
+ERIN = Principal("acme", "erin", frozenset({"approvals:respond"}))
+MALLORY = Principal("acme", "mallory", frozenset({"approvals:respond"}))
+BOSS = Principal("acme", "boss", frozenset({"approvals:respond"}), can_override=True)
+ALL_ACTIONS = ["accept", "reject", "refine", "edit-accept", "ask"]
+
+
+def outputs(host: WopHost, run_id: str) -> dict[str, Any]:
+    (completed,) = payloads(events(host, run_id), "run.completed")
+    result: dict[str, Any] = completed["outputs"]
+    return result
+
+
+def resolved(host: WopHost, run_id: str) -> dict[str, Any]:
+    (payload,) = payloads(events(host, run_id), "interrupt.resolved")
+    return payload
+
+
+def assert_rejected_run(host: WopHost, run_id: str) -> None:
+    docs = events(host, run_id)
+    failed = payloads(docs, "node.failed")
+    assert [p["nodeId"] for p in failed] == ["review"]
+    assert failed[0]["error"]["code"] == "approval_rejected"
+    assert failed[0]["error"]["retryable"] is False
+    (run_failed,) = payloads(docs, "run.failed")
+    assert run_failed["error"]["code"] == "approval_rejected"
+    assert run_failed["failedNodeId"] == "review"
+    assert docs[-1]["type"] == "run.failed"
+    snapshot = host.snapshot(run_id)
+    assert snapshot["status"] == "failed"
+    assert snapshot["error"]["code"] == "approval_rejected"
+    assert count("review:past") == 0
+    assert count("publish") == 0
+
+
+def test_accept_continues(host: WopHost) -> None:
+    run_id, snapshot = start(host, approval_graph())
+    assert snapshot["status"] == "waiting-approval"
+    assert snapshot["currentNodeId"] == "review"
+    gate = only_pending(host, run_id)
+    assert gate.payload["data"]["actions"] == ["accept", "reject"]
+
+    result = host.resolve(run_id, "review", {"action": "accept", "feedback": "fine"}, ALICE)
+    assert result == {"runId": run_id, "nodeId": "review", "status": "completed"}
+    out = outputs(host, run_id)
+    assert out["log"] == ["write", "review", "publish"]
+    assert out["result"]["decision"] == "granted"
+    assert out["result"]["feedback"] == "fine"
+    payload = resolved(host, run_id)
+    assert (payload["action"], payload["decision"], payload["kind"]) == ("accept", "granted", "approval")
+    assert payload["resolvedBy"] == ALICE.subject()
+    docs = events(host, run_id)
+    assert len(of_type(docs, "approval.granted")) == 1
+    assert len(of_type(docs, "approval.requested")) == 1
+    assert count("review:past") == 1
+    assert count("publish") == 1
+
+
+def test_reject_without_route_fails_node_and_run(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph())
+    result = host.resolve(run_id, "review", {"action": "reject", "feedback": "no"}, ALICE)
+    assert result["status"] == "failed"
+    payload = resolved(host, run_id)
+    assert (payload["action"], payload["decision"]) == ("reject", "rejected")
+    assert_rejected_run(host, run_id)
+
+
+def test_reject_is_never_retried_under_a_retry_policy(make_host: HostFactory) -> None:
+    host = make_host()
+    plain, _ = start(host, approval_graph())
+    host.resolve(plain, "review", {"action": "reject"}, ALICE)
+    executions_without_retry = count("review:run")
+
+    from tests.host._graphs import reset_counts
+
+    reset_counts()
+    run_id, _ = start(host, approval_graph(retry=True))
+    host.resolve(run_id, "review", {"action": "reject"}, ALICE)
+    assert count("review:run") == executions_without_retry == 2  # the first run and the resumed one
+    assert_rejected_run(host, run_id)
+    (failed,) = payloads(events(host, run_id), "node.failed")
+    assert failed.get("attempts", 1) == 1
+
+
+def test_retry_policy_still_retries_ordinary_errors_and_accept_works(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(retry=True))
+    host.resolve(run_id, "review", {"action": "accept"}, ALICE)
+    assert host.snapshot(run_id)["status"] == "completed"
+    assert count("review:past") == 1
+
+
+def test_rejection_route_continues_at_the_named_node(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(), rejection_routes={"review": "revise"})
+    result = host.resolve(run_id, "review", {"action": "reject"}, ALICE)
+    assert result["status"] == "completed"
+    assert count("revise") == 1
+    assert count("publish") == 0  # the rejected gate satisfies no ordinary edge
+    assert outputs(host, run_id)["log"] == ["write", "revise"]
+    payload = resolved(host, run_id)
+    assert payload["decision"] == "rejected"
+    assert not payloads(events(host, run_id), "run.failed")
+
+
+def test_rejection_route_to_an_unknown_node_is_refused(make_host: HostFactory) -> None:
+    host = make_host()
+    with pytest.raises(ValidationError):
+        host.register("wf", approval_graph(), rejection_routes={"review": "nowhere"})
+
+
+def test_refine_delivers_refine_feedback(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(actions=ALL_ACTIONS))
+    feedback = {"scope": "section", "sectionPath": "$.text", "text": "shorter"}
+    host.resolve(run_id, "review", {"action": "refine", "refineFeedback": feedback}, ALICE)
+    assert outputs(host, run_id)["result"]["refineFeedback"] == feedback
+    assert outputs(host, run_id)["result"]["action"] == "refine"
+    payload = resolved(host, run_id)
+    assert payload["action"] == "refine"
+    assert payload["refineFeedback"] == feedback
+
+
+def test_refine_without_feedback_is_refused(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(actions=ALL_ACTIONS))
+    before = footprint(host, run_id)
+    with pytest.raises(ValidationError):
+        host.resolve(run_id, "review", {"action": "refine"}, ALICE)
+    assert footprint(host, run_id) == before
+
+
+def test_edit_accept_delivers_edited_artifact_data(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(actions=ALL_ACTIONS))
+    edited = {"text": "edited draft", "n": [1, 2]}
+    host.resolve(run_id, "review", {"action": "edit-accept", "editedArtifactData": edited}, ALICE)
+    out = outputs(host, run_id)
+    assert out["result"]["editedArtifactData"] == edited
+    assert out["result"]["decision"] == "granted"
+    payload = resolved(host, run_id)
+    assert (payload["action"], payload["editedArtifactData"]) == ("edit-accept", edited)
+    assert count("publish") == 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"action": "refine", "refineFeedback": {"scope": "whole"}},  # not among this gate's actions
+        {"action": "timeout"},  # host-internal, never from a caller
+        {"action": "approve"},
+        {"action": "accept", "bogus": 1},
+        {"action": "accept", "decidedAt": "yesterday"},
+        "accept",
+        None,
+    ],
+)
+def test_invalid_approval_resume_changes_nothing(host: WopHost, value: Any) -> None:
+    run_id, _ = start(host, approval_graph())
+    before = footprint(host, run_id)
+    with pytest.raises(ValidationError) as info:
+        host.resolve(run_id, "review", value, ALICE)
+    assert (info.value.status, info.value.code) == (400, "validation_error")
+    assert footprint(host, run_id) == before
+    assert only_pending(host, run_id).votes in (None, [])
+    assert host.snapshot(run_id)["status"] == "waiting-approval"
+
+
+def test_timeout_action_is_refused_even_when_offered_actions_are_all(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(actions=ALL_ACTIONS))
+    with pytest.raises(ValidationError):
+        host.resolve(run_id, "review", {"action": "timeout"}, ALICE)
+    only_pending(host, run_id)
+
+
+def test_ask_keeps_the_gate_suspended(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(actions=ALL_ACTIONS))
+    before = footprint(host, run_id)
+    result = host.resolve(run_id, "review", {"action": "ask", "feedback": "why?"}, ALICE)
+    assert result["status"] == "waiting-approval"
+    assert footprint(host, run_id)[1:] == before[1:]
+    assert not of_type(events(host, run_id), "interrupt.resolved")
+    host.resolve(run_id, "review", {"action": "accept"}, ALICE)
+    assert host.snapshot(run_id)["status"] == "completed"
+
+
+# -- quorum ----------------------------------------------------------------------------------
+
+
+def test_quorum_first_vote_waits_second_decides(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=2))
+    first = host.resolve(run_id, "review", {"action": "accept"}, BOB)
+    assert first == {"runId": run_id, "nodeId": "review", "status": "waiting-approval"}
+    assert not of_type(events(host, run_id), "interrupt.resolved")
+    assert [v["voter"] for v in only_pending(host, run_id).votes] == ["bob"]
+    assert count("review:past") == 0
+
+    second = host.resolve(run_id, "review", {"action": "accept"}, CAROL)
+    assert second["status"] == "completed"
+    payload = resolved(host, run_id)
+    assert payload["decision"] == "granted"
+    assert payload["resolvedBy"]["subjectId"] == "carol"
+    assert count("review:past") == 1
+
+
+def test_repeat_vote_by_the_same_voter_is_idempotent(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=2))
+    host.resolve(run_id, "review", {"action": "accept"}, BOB)
+    before = footprint(host, run_id)
+    again = host.resolve(run_id, "review", {"action": "accept"}, BOB)
+    assert again["status"] == "waiting-approval"
+    assert footprint(host, run_id) == before
+    assert len(only_pending(host, run_id).votes) == 1
+    host.resolve(run_id, "review", {"action": "accept"}, CAROL)
+    assert host.snapshot(run_id)["status"] == "completed"
+
+
+def test_quorum_voters_told_apart_by_resume_voter(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=2))
+    assert host.resolve(run_id, "review", {"action": "accept", "voter": "v1"}, ALICE)["status"] == (
+        "waiting-approval"
+    )
+    assert host.resolve(run_id, "review", {"action": "accept", "voter": "v2"}, ALICE)["status"] == (
+        "completed"
+    )
+
+
+def test_single_veto_rejects_at_once(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=2, rejection_policy="single-veto"))
+    result = host.resolve(run_id, "review", {"action": "reject"}, BOB)
+    assert result["status"] == "failed"
+    payload = resolved(host, run_id)
+    assert (payload["action"], payload["decision"]) == ("reject", "rejected")
+    assert_rejected_run(host, run_id)
+
+
+def test_single_veto_is_the_default(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=3))
+    host.resolve(run_id, "review", {"action": "accept"}, BOB)
+    assert host.resolve(run_id, "review", {"action": "reject"}, CAROL)["status"] == "failed"
+
+
+def test_majority_rejection_needs_more_than_half(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=3, rejection_policy="majority"))
+    assert host.resolve(run_id, "review", {"action": "reject"}, BOB)["status"] == "waiting-approval"
+    assert host.resolve(run_id, "review", {"action": "accept"}, DAVE)["status"] == "waiting-approval"
+    assert not of_type(events(host, run_id), "interrupt.resolved")
+    assert host.resolve(run_id, "review", {"action": "reject"}, CAROL)["status"] == "failed"
+    payload = resolved(host, run_id)
+    assert (payload["action"], payload["decision"], payload["reason"]) == (
+        "reject",
+        "rejected",
+        "quorum-reject",
+    )
+    assert_rejected_run(host, run_id)
+
+
+def test_override_bypasses_quorum(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=3, override_bypasses_quorum=True))
+    # Without the override right, an accept is one ordinary vote.
+    assert host.resolve(run_id, "review", {"action": "accept"}, BOB)["status"] == "waiting-approval"
+    assert host.resolve(run_id, "review", {"action": "accept"}, BOSS)["status"] == "completed"
+    payload = resolved(host, run_id)
+    assert (payload["action"], payload["decision"]) == ("accept", "overridden")
+    assert payload["resolvedBy"]["subjectId"] == "boss"
+    assert len(of_type(events(host, run_id), "approval.overridden")) == 1
+    assert outputs(host, run_id)["result"]["decision"] == "overridden"
+
+
+def test_override_right_without_override_flag_is_an_ordinary_vote(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=2))
+    assert host.resolve(run_id, "review", {"action": "accept"}, BOSS)["status"] == "waiting-approval"
+
+
+# -- eligibility -----------------------------------------------------------------------------
+
+
+def test_principal_not_in_approvers_list_is_forbidden(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(approvers=["bob", "carol"]))
+    before = footprint(host, run_id)
+    with pytest.raises(Forbidden) as info:
+        host.resolve(run_id, "review", {"action": "accept"}, MALLORY)
+    assert (info.value.status, info.value.code) == (403, "forbidden")
+    assert footprint(host, run_id) == before
+    assert host.snapshot(run_id)["status"] == "waiting-approval"
+    # A voter name in the body does not make an ineligible caller eligible.
+    with pytest.raises(Forbidden):
+        host.resolve(run_id, "review", {"action": "accept", "voter": "bob"}, MALLORY)
+    assert host.resolve(run_id, "review", {"action": "accept"}, BOB)["status"] == "completed"
+
+
+MEMBERSHIP = {
+    "dave": Membership(groups=frozenset({"reviewers"})),
+    "erin": Membership(roles=frozenset({"admin"})),
+}
+
+
+def membership(principal: Principal) -> Membership:
+    return MEMBERSHIP.get(principal.subject_id, Membership())
+
+
+@pytest.mark.parametrize(
+    ("ref_kinds", "eligible"),
+    [
+        (("principal",), {"bob"}),
+        (("principal", "group"), {"bob", "dave"}),
+        (("principal", "role"), {"bob", "erin"}),
+        (("principal", "group", "role"), {"bob", "dave", "erin"}),
+    ],
+)
+def test_group_and_role_refs_bind_only_when_the_host_honours_them(
+    make_host: HostFactory, ref_kinds: tuple[str, ...], eligible: set[str]
+) -> None:
+    host = make_host(ref_kinds=ref_kinds, membership=membership)
+    graph = approval_graph(approvers=["bob"], group_refs=["reviewers"], role_refs=["admin"])
+    for who in (BOB, DAVE, ERIN, MALLORY):
+        run_id, _ = start(host, graph)
+        if who.subject_id in eligible:
+            assert host.resolve(run_id, "review", {"action": "accept"}, who)["status"] == "completed"
+        else:
+            before = footprint(host, run_id)
+            with pytest.raises(Forbidden):
+                host.resolve(run_id, "review", {"action": "accept"}, who)
+            assert footprint(host, run_id) == before
+
+
+def test_membership_is_consulted_at_decision_time(make_host: HostFactory) -> None:
+    asked: list[str] = []
+
+    def resolver(principal: Principal) -> Membership:
+        asked.append(principal.subject_id)
+        return membership(principal)
+
+    host = make_host(ref_kinds=("principal", "group"), membership=resolver)
+    run_id, _ = start(host, approval_graph(group_refs=["reviewers"]))
+    assert asked == []
+    host.resolve(run_id, "review", {"action": "accept"}, DAVE)
+    assert asked == ["dave"]
+
+
+# -- concurrency -----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("same_principal", [False, True], ids=["distinct-voters", "same-voter"])
+def test_concurrent_resolves_have_exactly_one_winner(host: WopHost, same_principal: bool) -> None:
+    run_id, _ = start(host, approval_graph())
+    threads = 8
+    barrier = threading.Barrier(threads)
+    outcomes: list[Any] = []
+    lock = threading.Lock()
+
+    def racer(index: int) -> None:
+        who = ALICE if same_principal else Principal("acme", f"racer-{index}")
+        barrier.wait(30)
+        try:
+            result: Any = host.resolve(run_id, "review", {"action": "accept"}, who)
+        except Exception as exc:
+            result = exc
+        with lock:
+            outcomes.append(result)
+
+    workers = [threading.Thread(target=racer, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert len(outcomes) == threads
+    wins = [o for o in outcomes if isinstance(o, dict)]
+    losses = [o for o in outcomes if not isinstance(o, dict)]
+    assert len(wins) == 1, outcomes
+    assert all(isinstance(o, InterruptAlreadyResolved) for o in losses), losses
+    assert host.snapshot(run_id)["status"] == "completed"
+    assert count("review:past") == 1
+    assert count("publish") == 1
+    assert len(payloads(events(host, run_id), "interrupt.resolved")) == 1

@@ -1,0 +1,67 @@
+"""A process killed with SIGKILL after claiming an interrupt: recovery delivers the persisted value once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.host._graphs import KILL_AFTER_GATE_ENV, WORKFLOW, approval_graph, count
+from tests.host._support import events, payloads
+from tests.host.conftest import HostFactory
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def _child(mode: str, url: str) -> str:
+    """Run the child until it SIGKILLs itself; returns the run id it printed."""
+    env = {k: v for k, v in os.environ.items() if k != KILL_AFTER_GATE_ENV}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.host._graphs", mode, url],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stdout, proc.stderr)
+    return proc.stdout.split()[0]
+
+
+@pytest.mark.parametrize("mode", ["kill-after-claim", "kill-in-node"])
+def test_sigkill_after_claim_then_recover_completes_once(
+    make_host: HostFactory, db_url: str, mode: str
+) -> None:
+    run_id = _child(mode, db_url)
+
+    host = make_host()
+    host.register(WORKFLOW, approval_graph())
+    (gate,) = host.interrupts(run_id)
+    assert gate.status == "resolved"
+    assert gate.consumed_at is None
+    assert gate.resume_value == {"action": "accept", "feedback": "ship it"}
+    assert host.snapshot(run_id)["status"] not in ("completed", "failed", "cancelled")
+
+    assert host.recover() == 1
+    snapshot = host.snapshot(run_id)
+    assert snapshot["status"] == "completed", snapshot
+    docs = events(host, run_id)
+    (completed,) = payloads(docs, "run.completed")
+    assert completed["outputs"]["result"]["feedback"] == "ship it"
+    assert completed["outputs"]["log"] == ["write", "review", "publish"]
+    assert len(payloads(docs, "interrupt.requested")) == 1
+    (resolved,) = payloads(docs, "interrupt.resolved")
+    assert resolved["interruptId"] == gate.interrupt_id
+    assert resolved["resumeValue"] == {"action": "accept", "feedback": "ship it"}
+    # In this (parent) process the node ran past its gate exactly once, and published once.
+    assert count("review:past") == 1
+    assert count("publish") == 1
+    assert host.interrupts(run_id)[0].consumed_at is not None
+    assert host.recover() == 0

@@ -1,0 +1,79 @@
+"""Fixtures for the server tests: a host on each backend, the app, and an httpx client over it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tests.official import official_errors
+from tests.server.graphs import WORKFLOWS
+from wop_langgraph.host import WopHost
+from wop_langgraph.server import Settings, create_app
+
+SIGNING_KEYS = "k2=second-secret-0123456789abcdef,k1=first-secret-0123456789abcdef"
+API_KEYS = ";".join(
+    [
+        "alice-key=acme:alice:runs:create+runs:read+runs:cancel+approvals:respond",
+        "reader-key=acme:rita:runs:read",
+        "bob-key=globex:bob:runs:create+runs:read+runs:cancel+approvals:respond",
+    ]
+)
+ALICE = {"Authorization": "Bearer alice-key"}
+READER = {"Authorization": "Bearer reader-key"}
+BOB = {"Authorization": "Bearer bob-key"}
+V2 = {"OpenWOP-Version": "2"}
+
+
+def make_settings(db_url: str, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "database_url": db_url,
+        "signing_keys": SIGNING_KEYS,
+        "api_keys": API_KEYS,
+        "sweep_interval_seconds": 0,
+        **overrides,
+    }
+    return Settings(**values)
+
+
+def make_host(db_url: str) -> WopHost:
+    host = WopHost.from_url(db_url)
+    for workflow_id, graph in WORKFLOWS.items():
+        host.register(workflow_id, graph)
+    return host
+
+
+@pytest.fixture
+def host(db_url: str) -> Iterator[WopHost]:
+    host = make_host(db_url)
+    try:
+        yield host
+    finally:
+        host.saver.close()
+
+
+@pytest.fixture
+def app(host: WopHost, db_url: str) -> FastAPI:
+    return create_app(host, make_settings(db_url))
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+        yield c
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """The response is the official error envelope with ``code``, ``status`` and the version header."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.headers.get("openwop-version") == "2.0"
+    body: dict[str, Any] = response.json()
+    problems = official_errors("error-envelope.schema.json", body)
+    assert not problems, problems
+    assert body["error"] == code, body
+    return body

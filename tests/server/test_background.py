@@ -1,0 +1,146 @@
+"""What the server does on its own: callback delivery (to a real local receiver) and the sweep."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.server.conftest import ALICE, READER, make_settings
+from wop_langgraph.host import WopHost
+from wop_langgraph.protocol.egress import AllowList
+from wop_langgraph.protocol.ids import project_id
+from wop_langgraph.server import create_app
+
+
+class Receiver:
+    """A loopback HTTP server recording every POST (answers ``status`` codes in turn)."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.received: list[tuple[dict[str, str], bytes]] = []
+        self.statuses = statuses
+        self.arrived = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.received.append(({k.lower(): v for k, v in self.headers.items()}, raw))
+                status = outer.statuses.pop(0) if outer.statuses else 200
+                self.send_response(status)
+                if status == 302:
+                    self.send_header("Location", "http://127.0.0.1:1/elsewhere")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                if status == 200:
+                    outer.arrived.set()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver([503, 200])
+    try:
+        yield r
+    finally:
+        r.close()
+
+
+async def test_callback_is_signed_retried_and_its_token_resolves(
+    host: WopHost, db_url: str, receiver: Receiver
+) -> None:
+    settings = make_settings(
+        db_url,
+        callback_allow=AllowList(loopback_http_ports=frozenset({receiver.port})),
+        callback_backoff_seconds=0.05,
+        public_url="https://wop.example.com",
+    )
+    app = create_app(host, settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            url = f"http://127.0.0.1:{receiver.port}/hook?x=1"
+            created = await client.post(
+                "/runs", json={"workflowId": "approve", "callbackUrl": url}, headers=ALICE
+            )
+            assert created.status_code == 201, created.text
+            assert await asyncio.to_thread(receiver.arrived.wait, 10)
+            assert len(receiver.received) == 2  # one 503, then the retry
+            headers, raw = receiver.received[-1]
+            timestamp = headers["openwop-timestamp"]
+            expected = hmac.new(
+                b"second-secret-0123456789abcdef", f"{timestamp}.".encode() + raw, hashlib.sha256
+            )
+            assert headers["openwop-signature"] == "sha256=" + expected.hexdigest()
+            body = json.loads(raw)
+            assert set(body) == {"runId", "nodeId", "interrupt", "token", "url"}
+            assert body["runId"] == created.json()["runId"] and body["nodeId"] == "review"
+            assert body["interrupt"]["kind"] == "approval"
+            assert body["url"] == f"https://wop.example.com/interrupts/{body['token']}"
+            resolved = await client.post(
+                f"/interrupts/{body['token']}", json={"resumeValue": {"action": "accept"}}
+            )
+            assert resolved.status_code == 200 and resolved.json()["status"] == "completed"
+
+
+async def test_callback_redirects_are_not_followed(host: WopHost, db_url: str) -> None:
+    receiver = Receiver([302])
+    try:
+        settings = make_settings(
+            db_url, callback_allow=AllowList(loopback_http_ports=frozenset({receiver.port}))
+        )
+        app = create_app(host, settings)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+                url = f"http://127.0.0.1:{receiver.port}/hook"
+                created = await client.post(
+                    "/runs", json={"workflowId": "approve", "callbackUrl": url}, headers=ALICE
+                )
+                assert created.status_code == 201
+                for _ in range(100):
+                    if receiver.received:
+                        break
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(0.3)
+                assert len(receiver.received) == 1  # no retry of a 3xx, and the Location was not called
+    finally:
+        receiver.close()
+
+
+async def test_sweep_times_out_an_approval(host: WopHost, db_url: str) -> None:
+    app = create_app(host, make_settings(db_url, sweep_interval_seconds=0.2))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            run_id = (await client.post("/runs", json={"workflowId": "timed"}, headers=ALICE)).json()["runId"]
+            wire = project_id(run_id)
+            # The server's part: the sweep runs by itself and times the approval out. (Whether the
+            # run then fails is the host's part; see the report: expired approvals are not resumed.)
+            resolved: list[dict[str, Any]] = []
+            for _ in range(100):
+                page = (await client.get(f"/runs/{wire}/events/poll?timeout=0", headers=READER)).json()
+                resolved = [e for e in page["events"] if e["type"] == "interrupt.resolved"]
+                if resolved:
+                    break
+                await asyncio.sleep(0.1)
+            assert resolved and resolved[0]["payload"]["action"] == "timeout"
