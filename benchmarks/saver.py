@@ -221,14 +221,16 @@ def _print_table(report: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--iterations", type=int, default=100, help="cycles per saver per round")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the median is reported")
     parser.add_argument("--warmup", type=int, default=10, help="unmeasured cycles per saver first")
     parser.add_argument(
         "--postgres-url",
         default=os.environ.get(POSTGRES_ENV),
-        help=f"admin URL of a PostgreSQL server (default: ${POSTGRES_ENV}); PostgreSQL rows are skipped without it",
+        help=f"admin URL of a PostgreSQL server (default: ${POSTGRES_ENV}); without it PostgreSQL is skipped",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)

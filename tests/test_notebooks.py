@@ -16,7 +16,6 @@ only needs ``json`` and always runs.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -69,17 +68,14 @@ def kernel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _execute(path: Path, kernel_dir: Path, workdir: Path) -> tuple[Any, float]:
-    # jupyter_core warns (DeprecationWarning) on import unless told to use platformdirs; the
-    # project's pytest config turns warnings into errors, so opt in for this process and the kernel.
-    os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient", reason="the notebooks extra is not installed")
     from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
+    from jupyter_client.manager import AsyncKernelManager
 
     notebook = nbformat.read(path, as_version=4)
     notebook.cells.append(nbformat.v4.new_code_cell("import sys\nprint(sys.executable)"))
-    manager = KernelManager(
+    manager = AsyncKernelManager(
         kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernel_dir)])
     )
     client = nbclient.NotebookClient(
@@ -89,7 +85,9 @@ def _execute(path: Path, kernel_dir: Path, workdir: Path) -> tuple[Any, float]:
         resources={"metadata": {"path": str(workdir)}},
     )
     started = time.perf_counter()
-    client.execute()  # raises CellExecutionError on the first failing cell
+    # nbclient shuts a kernel down only when it created the manager itself; ours is passed in,
+    # so ask for the clean-up explicitly (else zmq sockets leak: ResourceWarning -> error).
+    client.execute(cleanup_kc=True)  # raises CellExecutionError on the first failing cell
     return notebook, time.perf_counter() - started
 
 

@@ -24,6 +24,7 @@ the event dicts it is given and nothing else.
 from __future__ import annotations
 
 import math
+import numbers
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -278,14 +279,15 @@ def _sequence(event: Mapping[str, Any]) -> int:
 
 
 def _confidence(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A finite real number as a float; anything else (absent, NaN, text, a bool) is no confidence."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
     number = float(value)
     return number if math.isfinite(number) else None
 
 
 def _check_unit(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) <= 1.0:
         raise ValueError(f"{name} must be a number from 0 to 1, got {value!r}")
 
 

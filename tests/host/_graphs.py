@@ -293,13 +293,18 @@ def external_event_graph() -> Pregel:
     return single_node("wait", lambda state: wait_for_event("payment.settled", {"orderId": "o-1"}))
 
 
-def low_confidence_graph(threshold: float | None = None) -> Pregel:
-    return single_node(
-        "agent",
-        lambda state: escalate_on_low_confidence(
-            "triage-agent", state["decision"], state.get("confidence"), threshold
-        ),
-    )
+_FROM_STATE: Any = object()
+
+
+def low_confidence_graph(threshold: float | None = None, confidence: Any = _FROM_STATE) -> Pregel:
+    """``agent`` escalates ``state["decision"]``; its confidence comes from the state unless given
+    here (``NaN`` cannot travel through run inputs, which are JSON)."""
+
+    def body(state: State) -> Any:
+        observed = state.get("confidence") if confidence is _FROM_STATE else confidence
+        return escalate_on_low_confidence("triage-agent", state["decision"], observed, threshold)
+
+    return single_node("agent", body)
 
 
 def credential_graph() -> Pregel:
@@ -322,9 +327,7 @@ CUSTOM_RESUME_SCHEMA = {
 def custom_graph() -> Pregel:
     return single_node(
         "custom",
-        lambda state: custom_interrupt(
-            "acme.review-sheet", {"sheet": 7}, resume_schema=CUSTOM_RESUME_SCHEMA
-        ),
+        lambda state: custom_interrupt("acme.review-sheet", {"sheet": 7}, resume_schema=CUSTOM_RESUME_SCHEMA),
     )
 
 

@@ -1,4 +1,4 @@
-"""Approval gates: accept, reject (failing, never retried, or routed), refine, edit-accept, quorum, approvers."""
+"""Approval gates: accept, reject (failing, not retried, or routed), refine, edit-accept, quorum."""
 
 from __future__ import annotations
 

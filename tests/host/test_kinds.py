@@ -4,6 +4,7 @@ credential, custom."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -105,15 +106,16 @@ def test_external_event_correlation(host: WopHost) -> None:
 # -- low confidence --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("confidence", [0.9, 0.7, None, float("nan")])
+@pytest.mark.parametrize("confidence", [0.9, 0.7, None, float("nan"), float("inf")])
 def test_confident_enough_agent_continues_but_is_recorded(host: WopHost, confidence: float | None) -> None:
-    run_id, snapshot = start(host, low_confidence_graph(), {"decision": "route-a", "confidence": confidence})
+    graph = low_confidence_graph(confidence=confidence)
+    run_id, snapshot = start(host, graph, {"decision": "route-a"})
     assert snapshot["status"] == "completed"
     docs = events(host, run_id)
     (decided,) = payloads(docs, "agent.decided")
     assert decided["agentId"] == "triage-agent"
     assert decided["decision"] == "route-a"
-    if confidence is not None and confidence == confidence:
+    if confidence is not None and math.isfinite(confidence):
         assert decided["confidence"] == confidence
     else:
         assert "confidence" not in decided
@@ -242,9 +244,10 @@ def test_chat_loop_one_exchange_per_step(make_host: HostFactory) -> None:
     assert closed["conversationId"] == conversation_id
     assert closed["turnCount"] == 3
     seq = {d["type"]: d["sequence"] for d in docs if d["type"].startswith("conversation.")}
-    assert of_type(docs, "conversation.opened")[0]["sequence"] < of_type(docs, "conversation.exchanged")[0][
-        "sequence"
-    ]
+    assert (
+        of_type(docs, "conversation.opened")[0]["sequence"]
+        < of_type(docs, "conversation.exchanged")[0]["sequence"]
+    )
     assert seq["conversation.closed"] > max(d["sequence"] for d in of_type(docs, "conversation.exchanged"))
     reasons = {p["reason"] for p in payloads(docs, "node.suspended")}
     assert reasons == {"conversation-input"}
@@ -308,3 +311,30 @@ def test_custom_interrupt_is_persisted_and_resolvable(make_host: HostFactory) ->
     assert footprint(other, run_id) == before
     assert other.resolve(run_id, "custom", {"ok": True}, ALICE)["status"] == "completed"
     assert result_of(other, run_id) == {"ok": True}
+
+
+def test_an_explicit_threshold_argument_wins(host: WopHost) -> None:
+    run_id, snapshot = start(host, low_confidence_graph(threshold=0.3), {"decision": "d", "confidence": 0.5})
+    assert snapshot["status"] == "completed"
+    run_id, snapshot = start(host, low_confidence_graph(threshold=0.6), {"decision": "d", "confidence": 0.5})
+    assert snapshot["status"] == "waiting-approval"
+    assert only_pending(host, run_id).payload["data"]["threshold"] == 0.6
+
+
+# -- values that are not JSON -----------------------------------------------------------------
+
+
+def test_inputs_that_are_not_json_are_refused(host: WopHost) -> None:
+    host.register("lc", low_confidence_graph())
+    for bad in ({"decision": "d", "confidence": float("nan")}, {"decision": "d", "confidence": float("inf")}):
+        with pytest.raises(ValidationError):
+            host.create_run("lc", bad, owner=ALICE)
+    assert all_run_ids(host) == []
+
+
+def test_resume_values_that_are_not_json_are_refused(host: WopHost) -> None:
+    run_id, _ = start(host, external_event_graph())
+    before = footprint(host, run_id)
+    with pytest.raises(ValidationError):
+        host.resolve(run_id, "wait", {"orderId": "o-1", "amount": float("nan")}, ALICE)
+    assert footprint(host, run_id) == before

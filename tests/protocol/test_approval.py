@@ -131,6 +131,7 @@ def test_valid_resumes_round_trip(doc: dict[str, Any]) -> None:
             {"action": "accept", "decidedAt": AT, "feedback": None}, "/feedback", "type", id="null-feedback"
         ),
         pytest.param(["accept"], "", "type", id="not-an-object"),
+        pytest.param({"action": "accept", "decided_at": AT}, "/decidedAt", "required", id="python-name"),
     ],
 )
 def test_refused_resumes_name_path_and_rule(doc: Any, path: str, rule: str) -> None:

@@ -128,6 +128,8 @@ BOTH_REFUSE = [
     row("payload", changed(A, "timeoutMs", "100"), "string-timeoutMs"),
     row("payload", changed(A, "resumeSchema", [{"type": "object"}]), "resumeSchema-not-object"),
     row("payload", changed(A, "data/description", None), "null-optional-member"),
+    row("payload", {**CUSTOM, "data": {"custom_kind": "x"}}, "python-name-instead-of-wire-name"),
+    row("payload", changed(A, "timeout_ms", 5), "python-name-top-level"),
     # approval data bounds
     row("payload", changed(A, "data/artifactId", ""), "empty-artifactId"),
     row("payload", without(A, "data/title"), "missing-title"),
@@ -202,6 +204,7 @@ BOTH_REFUSE = [
         "refineFeedback-scope",
     ),
     row("event:interrupt.resolved", changed(RESOLVED, "kind", "approve"), "unknown-kind"),
+    row("event:interrupt.resolved", changed(RESOLVED, "resume_value", 1), "python-name-in-hatch-model"),
     row("event:node.suspended", {"nodeId": "gate"}, "suspended-missing-interruptId"),
     row("event:node.suspended", {"nodeId": "gate", "interruptId": RUN_ID, "key": ""}, "suspended-empty-key"),
     row("event:node.failed", {"nodeId": "gate", "error": {"code": "approval_rejected"}}, "failed-no-message"),

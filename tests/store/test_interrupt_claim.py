@@ -145,26 +145,24 @@ def test_claim_moves_pending_to_final_once(engine: Engine) -> None:
 
 
 @pytest.mark.parametrize("first", ["resolved", "cancelled", "expired"])
-@pytest.mark.parametrize("second", ["resolved", "cancelled", "expired"])
-def test_claim_on_a_final_row_returns_false_and_changes_nothing(
-    engine: Engine, first: Any, second: Any
-) -> None:
+def test_claim_on_a_final_row_returns_false_and_changes_nothing(engine: Engine, first: Any) -> None:
     (row,) = insert(engine, record("a"))
     with engine.begin() as conn:
         assert claim(conn, row.interrupt_id, status=first, now=NOW, resume_value={"first": True})
     before = fetch(engine, row.interrupt_id)
-    with engine.begin() as conn:
-        assert not claim(
-            conn,
-            row.interrupt_id,
-            status=second,
-            now=NOW + timedelta(hours=1),
-            resume_value={"second": True},
-            resolution={"late": True},
-            resolved_by={"subjectId": "mallory"},
-        )
-    assert fetch(engine, row.interrupt_id) == before
     assert before.status == first
+    for second in ("resolved", "cancelled", "expired"):
+        with engine.begin() as conn:
+            assert not claim(
+                conn,
+                row.interrupt_id,
+                status=second,
+                now=NOW + timedelta(hours=1),
+                resume_value={"second": True},
+                resolution={"late": True},
+                resolved_by={"subjectId": "mallory"},
+            )
+        assert fetch(engine, row.interrupt_id) == before
 
 
 def test_claim_of_unknown_interrupt_is_false(engine: Engine) -> None:

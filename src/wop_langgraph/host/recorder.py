@@ -69,26 +69,35 @@ class InterruptRecorder:
             visit_index, ordinal = same_execution[0].visit_index, len(same_execution)
         else:
             visit_index, ordinal = _settled_count(conn, run_id, node_id), 0
-        key = _free_key(conn, run_id, node_id, visit_index, ordinal)
-        payload = {**payload, "key": key}
         now = self._clock()
         timeout = payload.get("timeoutMs")
-        record = InterruptRecord(
-            interrupt_id=interrupt_id_for(run_id, item.id),
-            run_id=run_id,
-            node_id=node_id,
-            key=key,
-            lg_interrupt_id=item.id,
-            task_id=batch.task_id,
-            kind=kind,
-            payload=payload,
-            created_at=now,
-            checkpoint_ns=task_ns,
-            visit_index=visit_index,
-            ordinal=ordinal,
-            deadline=now + timedelta(milliseconds=timeout) if timeout else None,
-        )
-        stored, _ = insert_interrupt(conn, record)
+        collision = 0
+        while True:
+            key, collision = _free_key(conn, run_id, node_id, visit_index, ordinal, collision)
+            record = InterruptRecord(
+                interrupt_id=interrupt_id_for(run_id, item.id),
+                run_id=run_id,
+                node_id=node_id,
+                key=key,
+                lg_interrupt_id=item.id,
+                task_id=batch.task_id,
+                kind=kind,
+                payload={**payload, "key": key},
+                created_at=now,
+                checkpoint_ns=task_ns,
+                visit_index=visit_index,
+                ordinal=ordinal,
+                deadline=now + timedelta(milliseconds=timeout) if timeout else None,
+            )
+            stored, inserted = insert_interrupt(conn, record)
+            if inserted:
+                break
+            if stored.lg_interrupt_id == item.id:
+                return  # the same interrupt, recorded meanwhile by a concurrent writer
+            # A concurrent execution of the same node (``Send`` fan-out on PostgreSQL, where the
+            # tasks' writes commit in parallel) took this key after our check: take the next one.
+            collision += 1
+        payload = record.payload
         suspended = NewEvent(
             type="node.suspended",
             node_id=node_id,
@@ -138,14 +147,18 @@ def _settled_count(conn: Connection, run_id: str, node_id: str) -> int:
     return int(conn.execute(query).scalar_one())
 
 
-def _free_key(conn: Connection, run_id: str, node_id: str, visit_index: int, ordinal: int) -> str:
-    """The first key for this position that no other execution holds (parallel ``Send`` tasks)."""
-    collision = 0
+def _free_key(
+    conn: Connection, run_id: str, node_id: str, visit_index: int, ordinal: int, collision: int = 0
+) -> tuple[str, int]:
+    """The first key (and its collision index, from ``collision`` up) no other execution holds.
+
+    Parallel ``Send`` tasks of one node share a visit index and an ordinal; each gets its own key.
+    """
     while True:
         key = interrupt_key(run_id, node_id, visit_index, ordinal, collision=collision)
         taken = conn.execute(
             select(func.count()).select_from(interrupts_table).where(interrupts_table.c.key == key)
         ).scalar_one()
         if not taken:
-            return key
+            return key, collision
         collision += 1

@@ -16,7 +16,7 @@ from typing import Any
 
 from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Connection, Engine, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.host.driver import TERMINAL_STATUSES, GraphDriver, jsonable, resume_command
@@ -26,6 +26,7 @@ from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.resolver import Resolver
+from wop_langgraph.host.validation import require_json
 from wop_langgraph.nodes._context import RunContext
 from wop_langgraph.nodes._suspend import Delivery
 from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
@@ -38,9 +39,8 @@ from wop_langgraph.store.interrupts import (
     cancel_pending,
     interrupts_of_run,
     mark_consumed,
-    resolved_unconsumed,
 )
-from wop_langgraph.store.run_tables import events_table, runs_table
+from wop_langgraph.store.run_tables import events_table, interrupts_table, runs_table
 from wop_langgraph.store.saver import SQLModelSaver
 
 __all__ = ["DEFAULT_ESCALATION_THRESHOLD", "WopHost"]
@@ -131,12 +131,15 @@ class WopHost:
         self.registry.get(workflow_id)
         if configurable is not None:
             self._check_configurable(configurable)
+        inputs_doc = jsonable(inputs)
+        require_json(inputs_doc, "/inputs")
+        require_json(metadata, "/metadata")
         run_id = mint_tenant_id(owner.tenant)
         now = self.clock()
         owner_doc = {"tenant": owner.tenant, "subject": owner.subject()}
         started: dict[str, Any] = {"workflowId": workflow_id, "owner": owner_doc}
         if inputs is not None:
-            started["inputs"] = jsonable(inputs)
+            started["inputs"] = inputs_doc
         with self.engine.begin() as conn:
             conn.execute(
                 runs_table.insert().values(
@@ -145,7 +148,7 @@ class WopHost:
                     tenant=owner.tenant,
                     owner=owner_doc,
                     status="running",
-                    inputs=jsonable(inputs),
+                    inputs=inputs_doc,
                     configurable=configurable,
                     tags=tags,
                     run_metadata=metadata,
@@ -264,7 +267,7 @@ class WopHost:
     def recover(self) -> int:
         """Deliver every resolution that was claimed but never reached its graph; returns runs driven."""
         with self.engine.connect() as conn:
-            runs = sorted({r.run_id for r in resolved_unconsumed(conn)})
+            runs = _runs_with_undelivered(conn)
         for run_id in runs:
             self._drive(run_id)
         return len(runs)
@@ -283,13 +286,13 @@ class WopHost:
                     if row.status in TERMINAL_STATUSES:
                         return
                     with self.engine.connect() as conn:
-                        undelivered = resolved_unconsumed(conn, run_id)
+                        undelivered = _undelivered(conn, run_id)
                     if graph_input is None and not undelivered:
                         break
                     self._run_once(row, graph_input, undelivered)
                     graph_input = None
             with self.engine.connect() as conn:
-                if not resolved_unconsumed(conn, run_id):
+                if not _undelivered(conn, run_id):
                     return
 
     def _run_once(self, row: Any, graph_input: Any, undelivered: list[InterruptRecord]) -> None:
@@ -362,6 +365,25 @@ def _run_option(configurable: Any, name: str) -> Any:
         return None
     section = configurable.get("run")
     return section.get(name) if isinstance(section, dict) else None
+
+
+#: Claimed interrupts whose outcome the graph must still receive: answered ones, and expired ones
+#: (the timeout sweep claims those as ``expired``; their node must fail or route on resume).
+_DELIVERABLE = ("resolved", "expired")
+
+
+def _undelivered(conn: Connection, run_id: str) -> list[InterruptRecord]:
+    """The run's claimed interrupts (resolved or expired) not yet delivered to its graph."""
+    return [r for r in interrupts_of_run(conn, run_id, statuses=_DELIVERABLE) if r.consumed_at is None]
+
+
+def _runs_with_undelivered(conn: Connection) -> list[str]:
+    query = (
+        select(interrupts_table.c.run_id)
+        .where(interrupts_table.c.status.in_(_DELIVERABLE), interrupts_table.c.consumed_at.is_(None))
+        .distinct()
+    )
+    return sorted(str(run_id) for run_id in conn.execute(query).scalars())
 
 
 def _delivery(record: InterruptRecord) -> Delivery:

@@ -6,6 +6,7 @@ member; nothing here touches the store, so a refused value changes nothing.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +15,7 @@ from wop_langgraph.protocol.approval import ApprovalResume, parse_approval_resum
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 
-__all__ = ["check_resume_value"]
+__all__ = ["check_resume_value", "require_json"]
 
 
 def check_resume_value(
@@ -47,6 +48,20 @@ def check_resume_value(
     if payload.get("resumeSchema") is not None:
         validate_against_schema(value, payload["resumeSchema"], what="resumeValue")
     return parsed
+
+
+def require_json(value: Any, path: str) -> None:
+    """Refuse a value that is not strict JSON (``NaN``/``Infinity``, or a non-JSON object).
+
+    PostgreSQL's ``jsonb`` refuses such values deep inside a transaction, SQLite stores them and
+    the event log then serves invalid JSON; either way the caller must get ``validation_error``.
+    """
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"{path or 'the value'} is not JSON: {exc}", details={"path": path, "rule": "json"}
+        ) from exc
 
 
 def _check_answers(questions: list[dict[str, Any]], value: Any) -> None:

@@ -60,7 +60,11 @@ HATCH_PATTERN: Final = r"^(openwop-|x-|vendor\.)"
 _HATCH_RE: Final = re.compile(HATCH_PATTERN)
 
 WIRE_CONTEXT: Final[Mapping[str, bool]] = {"wop_wire": True}
-"""Validation context marking a document that came over the wire (see :meth:`WireModel.from_wire`)."""
+"""Validation context marking a document that came over the wire (see :meth:`WireModel.from_wire`).
+
+Wire validation also passes ``by_alias=True, by_name=False``: a wire document names members
+by their wire names only, as the official schemas do.
+"""
 
 _MAX_LISTED_ERRORS: Final = 20
 
@@ -238,6 +242,8 @@ class WireModel(BaseModel):
             data: The parsed JSON (``dict``/``list``/scalars).
             what: A name for error messages; defaults to the class name.
 
+        Members are matched by their wire names only (``nodeId``, never ``node_id``).
+
         Returns:
             The validated model.
 
@@ -246,7 +252,7 @@ class WireModel(BaseModel):
                 pointer of the first failure.
         """
         try:
-            return cls.model_validate(data, context=WIRE_CONTEXT)
+            return cls.model_validate(data, context=WIRE_CONTEXT, by_alias=True, by_name=False)
         except pydantic.ValidationError as exc:
             raise validation_error_from(exc, what=what or cls.__name__) from exc
 
@@ -265,7 +271,7 @@ class WireModel(BaseModel):
             return data
         for name in cls.__wire_required__:
             alias = cls.model_fields[name].alias or name
-            if alias not in data and name not in data:
+            if alias not in data:
                 raise member_error(alias, f"{alias} is required", rule="required")
         for key, value in data.items():
             if value is not None:

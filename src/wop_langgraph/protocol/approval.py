@@ -136,10 +136,10 @@ def parse_approval_resume(value: object, *, default_decided_at: str | None = Non
             "action 'timeout' is recorded only by the host's own timer and is never accepted in a resume",
             details={"schema": "approval resume", "path": "/action", "rule": "host-internal"},
         )
-    if default_decided_at is not None and "decidedAt" not in value and "decided_at" not in value:
+    if default_decided_at is not None and "decidedAt" not in value:
         value = {**value, "decidedAt": default_decided_at}
     try:
-        return _RESUME_ADAPTER.validate_python(value, context=WIRE_CONTEXT)
+        return _RESUME_ADAPTER.validate_python(value, context=WIRE_CONTEXT, by_alias=True, by_name=False)
     except pydantic.ValidationError as exc:
         raise validation_error_from(exc, what="approval resume", union_tag="action") from exc
 

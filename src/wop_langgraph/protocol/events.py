@@ -127,7 +127,9 @@ def parse_event_payload(event_type: str, payload: object) -> WireModel:
             details={"schema": "event payload", "path": "", "rule": "type"},
         )
     try:
-        model: WireModel = adapter.validate_python(payload, context=WIRE_CONTEXT)
+        model: WireModel = adapter.validate_python(
+            payload, context=WIRE_CONTEXT, by_alias=True, by_name=False
+        )
     except pydantic.ValidationError as exc:
         tag = "kind" if EVENT_PAYLOAD_MODELS[event_type] is _INTERRUPT_PAYLOADS else None
         raise validation_error_from(exc, what=f"{event_type} payload", union_tag=tag) from exc

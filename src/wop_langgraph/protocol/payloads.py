@@ -344,6 +344,6 @@ def parse_interrupt_payload(value: object) -> InterruptPayload:
             is the JSON pointer of the first failure (``/data/actions``).
     """
     try:
-        return _PAYLOAD_ADAPTER.validate_python(value, context=WIRE_CONTEXT)
+        return _PAYLOAD_ADAPTER.validate_python(value, context=WIRE_CONTEXT, by_alias=True, by_name=False)
     except pydantic.ValidationError as exc:
         raise validation_error_from(exc, what="interrupt payload", union_tag="kind") from exc

@@ -109,7 +109,9 @@ class Codec:
                 f"checkpoint metadata is not JSON: {exc}", details={"path": "metadata"}
             ) from exc
         if "\\u0000" in metadata_json:
-            raise ValidationError("checkpoint metadata contains a NUL character", details={"path": "metadata"})
+            raise ValidationError(
+                "checkpoint metadata contains a NUL character", details={"path": "metadata"}
+            )
         run_id = stored_metadata.get("run_id")
         type_, blob = self._dump(checkpoint, "checkpoint")
         return {
@@ -156,7 +158,13 @@ class Codec:
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
             type_, blob = self._dump(value, f"write to channel {channel!r}")
-            rows[idx] = {**base, "idx": idx, "channel": checked("channel", channel), "type": type_, "blob": blob}
+            rows[idx] = {
+                **base,
+                "idx": idx,
+                "channel": checked("channel", channel),
+                "type": type_,
+                "blob": blob,
+            }
         return list(rows.values())
 
     def checkpoint_tuple(self, row: CheckpointRow, writes: Sequence[WriteRow]) -> CheckpointTuple:
@@ -183,9 +191,7 @@ class Codec:
         try:
             return self.serde.dumps_typed(value)
         except Exception as exc:
-            raise ValidationError(
-                f"cannot serialise the {what}: {exc}", details={"path": what}
-            ) from exc
+            raise ValidationError(f"cannot serialise the {what}: {exc}", details={"path": what}) from exc
 
     def _load(self, type_: str, blob: bytes, where: str) -> Any:
         try:
@@ -215,4 +221,3 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
             "checkpoint_id": checkpoint_id,
         }
     }
-

@@ -37,16 +37,19 @@ _Key = tuple[str, str, str]
 def read_tuple(
     tx: Tx, sql: Statements, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
 ) -> Loaded | None:
-    """The row of one checkpoint (the latest of the namespace without an id) and its writes."""
+    """The row of one checkpoint (the latest of the namespace without an id) and its writes.
+
+    One statement returns both: the checkpoint row first, then one row per write.
+    """
     if checkpoint_id is None:
-        found = tx.rows(sql.latest_checkpoint, {"tid": thread_id, "ns": checkpoint_ns})
+        found = tx.rows(sql.read_latest, {"tid": thread_id, "ns": checkpoint_ns})
     else:
-        found = tx.rows(sql.checkpoint_by_id, {"tid": thread_id, "ns": checkpoint_ns, "cid": checkpoint_id})
+        found = tx.rows(sql.read_by_id, {"tid": thread_id, "ns": checkpoint_ns, "cid": checkpoint_id})
     if not found:
         return None
-    row = cast(CheckpointRow, found[0])
-    writes = tx.rows(sql.writes_of_checkpoint, {"tid": row[0], "ns": row[1], "cid": row[2]})
-    return row, cast(list[WriteRow], writes)
+    _, *checkpoint, _, _, _, _ = found[0]
+    writes = [(r[3], r[8], r[9], r[10], r[11], r[5], r[6]) for r in found[1:]]
+    return cast(CheckpointRow, tuple(checkpoint)), cast(list[WriteRow], writes)
 
 
 def read_page(tx: Tx, sql: Statements, query: Sql) -> list[Loaded]:
@@ -55,7 +58,9 @@ def read_page(tx: Tx, sql: Statements, query: Sql) -> list[Loaded]:
     writes: dict[tuple[str, str, str], list[WriteRow]] = {(r[0], r[1], r[2]): [] for r in rows}
     for thread_id, checkpoint_ns in dict.fromkeys((r[0], r[1]) for r in rows):
         ids = [r[2] for r in rows if r[0] == thread_id and r[1] == checkpoint_ns]
-        found = tx.rows(sql.writes_of_checkpoints, {"tid": thread_id, "ns": checkpoint_ns, "ids": sql.id_list(ids)})
+        found = tx.rows(
+            sql.writes_of_checkpoints, {"tid": thread_id, "ns": checkpoint_ns, "ids": sql.id_list(ids)}
+        )
         for write in cast(list[WriteRow], found):
             writes[(thread_id, checkpoint_ns, write[0])].append(write)
     return [(row, writes[(row[0], row[1], row[2])]) for row in rows]

@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from typing import cast as cast_type
 
 from sqlalchemy import (
     ColumnElement,
@@ -36,12 +37,15 @@ from sqlalchemy import (
     select,
     true,
     type_coerce,
+    union_all,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import CTE, Select
 
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table as W
@@ -89,7 +93,7 @@ class Sql:
 
 def compile_sql(statement: ClauseElement, dialect: Dialect) -> Sql:
     """Compile ``statement`` for ``dialect`` once, into a reusable :class:`Sql`."""
-    compiled = statement.compile(dialect=dialect)
+    compiled = cast_type(SQLCompiler, statement.compile(dialect=dialect))
     defaults = {
         name: value
         for name, value in compiled.params.items()
@@ -109,6 +113,40 @@ def _key(table: Any) -> ColumnElement[bool]:
         table.c.checkpoint_ns == bindparam("ns"),
         table.c.checkpoint_id == bindparam("cid"),
     )
+
+
+def _with_writes(checkpoint: CTE) -> Select[Any]:
+    """The checkpoint row of ``checkpoint`` (kind 0), then every write of it (kind 1)."""
+    cp = checkpoint.c
+    rows = select(
+        literal(0).label("kind"),
+        *(cp[c.name] for c in _CHECKPOINT_COLUMNS),
+        *(null().label(c.name) for c in _WRITE_COLUMNS[1:5]),
+    )
+    writes = select(
+        literal(1),
+        W.c.thread_id,
+        W.c.checkpoint_ns,
+        W.c.checkpoint_id,
+        null(),
+        W.c.type,
+        W.c.blob,
+        null(),
+        W.c.task_id,
+        W.c.task_path,
+        W.c.idx,
+        W.c.channel,
+    ).select_from(
+        W.join(
+            checkpoint,
+            and_(
+                W.c.thread_id == cp.thread_id,
+                W.c.checkpoint_ns == cp.checkpoint_ns,
+                W.c.checkpoint_id == cp.checkpoint_id,
+            ),
+        )
+    )
+    return select(union_all(rows, writes).subquery()).order_by(literal_column("kind"))
 
 
 class Statements:
@@ -149,13 +187,16 @@ class Statements:
             )
         )
 
-        self.latest_checkpoint = sql(
+        # get_tuple reads the checkpoint and its writes in ONE statement (one snapshot, one
+        # round trip): the checkpoint row (kind 0) followed by its writes (kind 1).
+        latest = (
             select(*_CHECKPOINT_COLUMNS)
             .where(C.c.thread_id == bindparam("tid"), C.c.checkpoint_ns == bindparam("ns"))
             .order_by(C.c.checkpoint_id.desc())
             .limit(1)
         )
-        self.checkpoint_by_id = sql(select(*_CHECKPOINT_COLUMNS).where(_key(C)))
+        self.read_latest = sql(_with_writes(latest.cte("cp")))
+        self.read_by_id = sql(_with_writes(select(*_CHECKPOINT_COLUMNS).where(_key(C)).cte("cp")))
         self.writes_of_checkpoint = sql(select(*_WRITE_COLUMNS).where(_key(W)))
         self.writes_of_checkpoints = sql(
             select(*_WRITE_COLUMNS).where(
@@ -251,11 +292,12 @@ class Statements:
         after_key: tuple[str, str, str] | None,
         limit: int,
     ) -> Sql:
-        """One page of ``list`` (its values are compiled in: bind it with ``{}``): newest first, resuming strictly after ``after_key``.
+        """One page of ``list``, newest first, resuming strictly after ``after_key``.
 
-        ``after_key`` is ``(checkpoint_id, thread_id, checkpoint_ns)`` of the previous page's
-        last row; rows are ordered by that triple, descending, so paging neither repeats nor
-        skips a row, even across threads.
+        The values are compiled in: bind the result with ``{}``. ``after_key`` is
+        ``(checkpoint_id, thread_id, checkpoint_ns)`` of the previous page's last row; rows
+        are ordered by that triple, descending, so paging neither repeats nor skips a row,
+        even across threads.
         """
         conditions: list[ColumnElement[bool]] = []
         if thread_id is not None:

@@ -32,7 +32,7 @@ from wop_langgraph.protocol.errors import StoreError
 from wop_langgraph.store._saver_sql import Sql
 from wop_langgraph.store.engine import is_memory_sqlite, write_lock
 
-__all__ = ["Tx", "store_error", "transaction"]
+__all__ = ["Tx", "driver_error", "store_error", "transaction"]
 
 _NO_PARAMS: Mapping[str, Any] = {}
 
@@ -72,10 +72,20 @@ class Tx:
         return self._connection
 
 
+def driver_error(exc: BaseException) -> BaseException:
+    """The driver's own exception behind ``exc`` (SQLAlchemy wraps them), else ``exc``."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else None
+    return orig if isinstance(orig, BaseException) else exc
+
+
 def store_error(what: str, exc: BaseException) -> StoreError:
-    """A :class:`StoreError` for ``exc`` raised by the database during ``what``."""
-    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    return StoreError(f"{what} failed in the database: {type(cause).__name__}: {cause}".strip())
+    """A :class:`StoreError` for ``exc`` raised by the database during ``what``.
+
+    Raise it ``from driver_error(exc)`` so the driver's exception is the cause.
+    """
+    cause = driver_error(exc)
+    detail = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    return StoreError(f"{what} failed in the database: {type(cause).__name__}: {detail}")
 
 
 @contextmanager
@@ -100,13 +110,13 @@ def transaction(engine: Engine, what: str, *, write: bool, with_connection: bool
                 with engine.begin() as conn:
                     yield Tx(conn.connection.driver_connection, conn)
             except (SQLAlchemyError, dbapi_error) as exc:
-                raise store_error(what, exc) from exc
+                raise store_error(what, exc) from driver_error(exc)
             return
         try:
             fairy = engine.raw_connection()
         except (SQLAlchemyError, dbapi_error) as exc:
-            raise store_error(what, exc) from exc
-        dbapi = fairy.driver_connection
+            raise store_error(what, exc) from driver_error(exc)
+        dbapi: Any = fairy.driver_connection
         try:
             if sqlite:
                 dbapi.execute("BEGIN IMMEDIATE" if write else "BEGIN")
@@ -125,7 +135,7 @@ def transaction(engine: Engine, what: str, *, write: bool, with_connection: bool
         except BaseException as exc:
             _abandon(engine, fairy, dbapi, exc)
             if isinstance(exc, dbapi_error):
-                raise store_error(what, exc) from exc
+                raise store_error(what, exc) from driver_error(exc)
             raise
         finally:
             fairy.close()
@@ -134,7 +144,7 @@ def transaction(engine: Engine, what: str, *, write: bool, with_connection: bool
 def _abandon(engine: Engine, fairy: Any, dbapi: Any, exc: BaseException) -> None:
     # Roll back what the block did; a connection the driver calls broken leaves the pool.
     if isinstance(exc, engine.dialect.loaded_dbapi.Error) and engine.dialect.is_disconnect(exc, dbapi, None):
-        fairy.invalidate(exc)  # type: ignore[arg-type]
+        fairy.invalidate(exc)
         return
     try:
         dbapi.rollback()

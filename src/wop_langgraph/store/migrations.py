@@ -77,7 +77,7 @@ class Migration:
 
 
 def _json() -> JSON:
-    return JSON().with_variant(JSONB(), "postgresql")  # type: ignore[return-value]
+    return JSON().with_variant(JSONB(), "postgresql")
 
 
 def _v1_metadata() -> MetaData:
@@ -276,9 +276,7 @@ def _upgrade(conn: Connection, goal: int) -> int:
                     f"schema migration {migration.version} ({migration.description}) failed: {exc}"
                 ) from exc
             conn.execute(
-                insert(_schema_version).values(
-                    version=migration.version, description=migration.description
-                )
+                insert(_schema_version).values(version=migration.version, description=migration.description)
             )
             reached = migration.version
     return reached

@@ -1,0 +1,302 @@
+"""The one implementation behind both savers: every ``BaseCheckpointSaver`` method, in sync form.
+
+Each method validates and serialises its input (:mod:`._saver_codec`), runs one storage
+operation (:mod:`._saver_ops`) in one short transaction (:mod:`._saver_tx`), and decodes
+what came back. ``SQLModelSaver`` exposes these methods as they are; ``AsyncSQLModelSaver``
+awaits the very same methods on worker threads.
+"""
+
+from __future__ import annotations
+
+import builtins
+import random
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from sqlalchemy import Engine
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import SQLAlchemyError
+
+from wop_langgraph.protocol.errors import StoreError, ValidationError
+from wop_langgraph.store import _saver_ops as ops
+from wop_langgraph.store._saver_codec import Codec, checked, thread_key
+from wop_langgraph.store._saver_sql import Statements, statements_for
+from wop_langgraph.store._saver_tx import Tx, driver_error, store_error, transaction
+from wop_langgraph.store.engine import configure_sqlite, is_sqlite, make_engine
+from wop_langgraph.store.migrations import upgrade
+from wop_langgraph.store.recording import WriteBatch, WriteRecorder
+
+__all__ = ["LIST_PAGE_SIZE", "SaverBase"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: Checkpoints fetched per transaction while ``list`` iterates.
+LIST_PAGE_SIZE = 100
+
+
+class SaverBase(BaseCheckpointSaver[str]):
+    """Engine, serializer and recorder, and the sync implementation of every saver method."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        serde: SerializerProtocol | None = None,
+        recorder: WriteRecorder | None = None,
+    ) -> None:
+        """Use ``engine`` (SQLite or PostgreSQL); call ``setup()`` once before first use.
+
+        Args:
+            engine: the store's engine, ideally from :func:`~wop_langgraph.store.engine.make_engine`
+                (a SQLite engine made elsewhere gets the store's pragmas for new connections).
+            serde: LangGraph serializer (default ``JsonPlusSerializer``); an
+                ``EncryptedSerializer`` encrypts every blob.
+            recorder: receives every ``put_writes`` batch inside its transaction.
+        """
+        super().__init__(serde=serde)
+        if engine.dialect.name not in ("sqlite", "postgresql"):
+            raise ValidationError(
+                f"the checkpoint store runs on SQLite or PostgreSQL, not {engine.dialect.name!r}",
+                details={"path": "engine"},
+            )
+        if is_sqlite(engine):
+            configure_sqlite(engine)
+        self.engine = engine
+        self.recorder = recorder
+        self._sql = statements_for(engine.dialect)
+        self._owns_engine = False
+        self._closed = False
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str | URL,
+        *,
+        serde: SerializerProtocol | None = None,
+        recorder: WriteRecorder | None = None,
+        **engine_options: Any,
+    ) -> Self:
+        """A saver on a new engine for ``url``: ``sqlite:///runs.db``, ``postgresql://...``.
+
+        ``engine_options`` go to :func:`~wop_langgraph.store.engine.make_engine`. The saver
+        owns the engine and disposes of it in :meth:`close`.
+        """
+        saver = cls(make_engine(url, **engine_options), serde=serde, recorder=recorder)
+        saver._owns_engine = True
+        return saver
+
+    def setup(self) -> int:
+        """Create the schema, or upgrade it to the newest version; returns that version."""
+        self._check_open("setup")
+        try:
+            return upgrade(self.engine)
+        except SQLAlchemyError as exc:
+            raise store_error("setup", exc) from driver_error(exc)
+
+    def close(self) -> None:
+        """Refuse further use; dispose of the engine if :meth:`from_url` created it."""
+        self._closed = True
+        if self._owns_engine:
+            self.engine.dispose()
+
+    def get_next_version(self, current: str | int | None, channel: None = None) -> str:
+        """The version after ``current``: ``"<32-digit counter>.<16-digit random>"``.
+
+        The sortable strings LangGraph's memory, SQLite and Postgres savers produce, so a
+        thread's versions keep increasing across savers; integer versions are continued.
+        """
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(str(current).split(".")[0])
+        return f"{number + 1:032}.{random.random():016}"
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names (its namespace's latest without ``checkpoint_id``),
+        with its pending writes in ``writes_sort_key`` order; ``None`` if there is none."""
+        thread_id, checkpoint_ns = thread_key(config)
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is not None:
+            checkpoint_id = checked("checkpoint_id", checkpoint_id)
+        loaded = self._run(False, "get_tuple", ops.read_tuple, thread_id, checkpoint_ns, checkpoint_id)
+        return None if loaded is None else self._codec.checkpoint_tuple(*loaded)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints matching ``config`` (thread, and namespace if given), ``filter`` (equal
+        metadata values) and ``before``, newest first, at most ``limit``.
+
+        Pages of :data:`LIST_PAGE_SIZE` are read in their own short transactions, so no
+        connection is held while the caller works between items.
+        """
+        for page in self._pages(config, filter, before, limit):
+            yield from page
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store ``checkpoint`` as the child of ``config``'s checkpoint; returns its config."""
+        params = self._codec.checkpoint_params(config, checkpoint, metadata)
+        self._run(True, "put", ops.store_checkpoint, params)
+        return {
+            "configurable": {
+                "thread_id": params["thread_id"],
+                "checkpoint_ns": params["checkpoint_ns"],
+                "checkpoint_id": params["checkpoint_id"],
+            }
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes; then, in the same transaction, hand them to the recorder.
+
+        ``__error__``, ``__scheduled__``, ``__interrupt__`` and ``__resume__`` are upserted
+        in their fixed slots; other writes are kept if already stored. If the recorder
+        raises, nothing of the batch is stored and its exception propagates.
+        """
+        self._check_open("put_writes")
+        rows = self._codec.write_params(config, writes, task_id, task_path)
+        thread_id, checkpoint_ns = thread_key(config)
+        batch = WriteBatch(
+            thread_id=thread_id,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=str(config["configurable"]["checkpoint_id"]),
+            task_id=task_id,
+            task_path=task_path,
+            writes=writes,
+        )
+        recorder = self.recorder
+        with transaction(self.engine, "put_writes", write=True, with_connection=recorder is not None) as tx:
+            ops.store_writes(tx, self._sql, rows, recorder, batch)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and write of ``thread_id``, in all namespaces."""
+        self._run(True, "delete_thread", ops.delete_thread, checked("thread_id", thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) whose metadata ``run_id`` is in ``run_ids``."""
+        ids = [checked("run_id", r) for r in _ids(run_ids, "run_ids")]
+        if ids:
+            self._run(True, "delete_for_runs", ops.delete_runs, ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of a thread, all namespaces, into an empty thread.
+
+        Raises:
+            ValidationError: the target is the source or already has checkpoints.
+        """
+        source = checked("thread_id", source_thread_id)
+        target = checked("thread_id", target_thread_id)
+        self._run(True, "copy_thread", ops.copy_thread, source, target)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Delete old checkpoints of ``thread_ids``, never one that owns a pending interrupt.
+
+        ``keep_latest`` keeps each namespace's latest checkpoint, ``delete`` none; see
+        :func:`wop_langgraph.store._saver_ops.prune` for exactly what "pending" means.
+        Use :meth:`delete_thread` to remove a thread whatever it holds.
+
+        Raises:
+            ValidationError: unknown strategy, or a ``DeltaChannel`` thread whose history
+                pruning would cut (nothing is pruned).
+        """
+        ids = [checked("thread_id", t) for t in _ids(thread_ids, "thread_ids")]
+        if strategy not in ("keep_latest", "delete"):
+            raise ValidationError(
+                f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'",
+                details={"path": "strategy"},
+            )
+        if ids:
+            self._run(True, "prune", ops.prune, ids, "keep_latest" if strategy == "keep_latest" else "delete")
+
+    @property
+    def _codec(self) -> Codec:
+        # Built per call from self.serde: with_allowlist() clones the saver and swaps serde.
+        return Codec(self.serde)
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise StoreError(f"{what} on a closed saver; create a new one")
+
+    def _run(
+        self,
+        write: bool,
+        what: str,
+        op: Callable[Concatenate[Tx, Statements, P], R],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        self._check_open(what)
+        with transaction(self.engine, what, write=write) as tx:
+            return op(tx, self._sql, *args, **kwargs)
+
+    def _pages(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> Iterator[builtins.list[CheckpointTuple]]:
+        """``list`` one page at a time (``AsyncSQLModelSaver`` fetches each on a worker thread)."""
+        configurable = (config or {}).get("configurable") or {}
+        where: dict[str, str | None] = {
+            name: None if configurable.get(name) is None else checked(name, configurable[name])
+            for name in ("thread_id", "checkpoint_ns", "checkpoint_id")
+        }
+        before_id = get_checkpoint_id(before) if before else None
+        remaining = limit
+        after: tuple[str, str, str] | None = None
+        while remaining is None or remaining > 0:
+            size = LIST_PAGE_SIZE if remaining is None else min(remaining, LIST_PAGE_SIZE)
+            query = self._sql.list_checkpoints(
+                thread_id=where["thread_id"],
+                checkpoint_ns=where["checkpoint_ns"],
+                checkpoint_id=where["checkpoint_id"],
+                metadata_filter=filter,
+                before_id=None if before_id is None else checked("checkpoint_id", before_id),
+                after_key=after,
+                limit=size,
+            )
+            loaded = self._run(False, "list", ops.read_page, query)
+            codec = self._codec
+            yield [codec.checkpoint_tuple(row, writes) for row, writes in loaded]
+            if len(loaded) < size:
+                return
+            last = loaded[-1][0]
+            after = (last[2], last[0], last[1])
+            if remaining is not None:
+                remaining -= len(loaded)
+
+
+def _ids(ids: Sequence[str], what: str) -> Sequence[str]:
+    if isinstance(ids, str):
+        raise ValidationError(f"{what} takes a list of ids, not one string", details={"path": what})
+    return ids

@@ -1,0 +1,72 @@
+"""Run the real server (``serve_main`` under uvicorn) in a subprocess on a free port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.server.conftest import API_KEYS, SIGNING_KEYS
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def served(db_url: str, *, target: str = "tests.server.graphs:WORKFLOWS", sweep: float = 0) -> Iterator[str]:
+    """A server process over ``db_url``; yields its base URL and stops it afterwards."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "WOP_SIGNING_KEYS": SIGNING_KEYS,
+        "WOP_API_KEYS": API_KEYS,
+        "WOP_SWEEP_INTERVAL_SECONDS": str(sweep),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "wop_langgraph.server.cli",
+        target,
+        "--db",
+        db_url,
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(command, env=env, cwd=REPO)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"the server exited with {process.returncode}")
+            try:
+                if httpx.get(f"{base}/.well-known/openwop", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the server did not start within 60 s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
