@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -392,3 +393,10 @@ def test_grid_step_must_divide_1(step: float) -> None:
 def test_point_lookup_of_a_missing_threshold() -> None:
     with pytest.raises(KeyError):
         threshold_report([], 0.1, [0.5]).point(0.25)
+
+
+def test_any_real_number_is_a_threshold() -> None:
+    log, labels = five_runs()
+    report = threshold_report(log.events, Fraction(7, 20), [Fraction(1, 2)], labels=labels)
+    assert report.recommended_threshold == 0.5
+    assert isinstance(report.recommended_threshold, float)

@@ -155,27 +155,29 @@ def test_edit_accept_delivers_edited_artifact_data(host: WopHost) -> None:
     assert count("publish") == 1
 
 
-@pytest.mark.parametrize(
-    "value",
-    [
-        {"action": "refine", "refineFeedback": {"scope": "whole"}},  # not among this gate's actions
-        {"action": "timeout"},  # host-internal, never from a caller
-        {"action": "approve"},
-        {"action": "accept", "bogus": 1},
-        {"action": "accept", "decidedAt": "yesterday"},
-        "accept",
-        None,
-    ],
-)
-def test_invalid_approval_resume_changes_nothing(host: WopHost, value: Any) -> None:
+INVALID_APPROVAL_RESUMES: list[Any] = [
+    {"action": "refine", "refineFeedback": {"scope": "whole"}},  # not among this gate's actions
+    {"action": "timeout"},  # host-internal, never from a caller
+    {"action": "approve"},
+    {"action": "accept", "bogus": 1},
+    {"action": "accept", "decidedAt": "yesterday"},
+    {"feedback": "no action"},
+    "accept",
+    None,
+]
+
+
+def test_invalid_approval_resume_changes_nothing(host: WopHost) -> None:
     run_id, _ = start(host, approval_graph())
     before = footprint(host, run_id)
-    with pytest.raises(ValidationError) as info:
-        host.resolve(run_id, "review", value, ALICE)
-    assert (info.value.status, info.value.code) == (400, "validation_error")
-    assert footprint(host, run_id) == before
+    for value in INVALID_APPROVAL_RESUMES:
+        with pytest.raises(ValidationError) as info:
+            host.resolve(run_id, "review", value, ALICE)
+        assert (info.value.status, info.value.code) == (400, "validation_error"), value
+        assert footprint(host, run_id) == before, value
     assert only_pending(host, run_id).votes in (None, [])
     assert host.snapshot(run_id)["status"] == "waiting-approval"
+    assert host.resolve(run_id, "review", {"action": "accept"}, ALICE)["status"] == "completed"
 
 
 def test_timeout_action_is_refused_even_when_offered_actions_are_all(host: WopHost) -> None:
@@ -324,16 +326,21 @@ def test_group_and_role_refs_bind_only_when_the_host_honours_them(
     make_host: HostFactory, ref_kinds: tuple[str, ...], eligible: set[str]
 ) -> None:
     host = make_host(ref_kinds=ref_kinds, membership=membership)
-    graph = approval_graph(approvers=["bob"], group_refs=["reviewers"], role_refs=["admin"])
-    for who in (BOB, DAVE, ERIN, MALLORY):
-        run_id, _ = start(host, graph)
+    # A quorum no one reaches here: an eligible vote is recorded, an ineligible one refused.
+    graph = approval_graph(
+        required_approvals=4, approvers=["bob"], group_refs=["reviewers"], role_refs=["admin"]
+    )
+    run_id, _ = start(host, graph)
+    for who in (MALLORY, BOB, DAVE, ERIN):
+        before = footprint(host, run_id)
         if who.subject_id in eligible:
-            assert host.resolve(run_id, "review", {"action": "accept"}, who)["status"] == "completed"
+            assert host.resolve(run_id, "review", {"action": "accept"}, who)["status"] == "waiting-approval"
         else:
-            before = footprint(host, run_id)
             with pytest.raises(Forbidden):
                 host.resolve(run_id, "review", {"action": "accept"}, who)
             assert footprint(host, run_id) == before
+    voters = {v["voter"] for v in only_pending(host, run_id).votes or []}
+    assert voters == eligible
 
 
 def test_membership_is_consulted_at_decision_time(make_host: HostFactory) -> None:

@@ -45,26 +45,26 @@ def assert_node_failed(host: WopHost, run_id: str, node_id: str, code: str) -> N
 # -- clarification ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "value",
-    [
-        {"answers": {"colour": "green", "copies": 2}},  # not in the enum
-        {"answers": {"colour": "red", "copies": 0}},  # below the minimum
-        {"answers": {"colour": "red", "copies": "2"}},  # wrong type
-        {"answers": {"colour": "red"}},  # a question left unanswered
-        {"answers": {"colour": "red", "copies": 2, "extra": 1}},  # no such question
-        {"answers": ["red", 2]},
-        {"colour": "red", "copies": 2},
-        None,
-    ],
-)
-def test_clarification_answers_are_checked_per_question(host: WopHost, value: Any) -> None:
+BAD_ANSWERS: list[Any] = [
+    {"answers": {"colour": "green", "copies": 2}},  # not in the enum
+    {"answers": {"colour": "red", "copies": 0}},  # below the minimum
+    {"answers": {"colour": "red", "copies": "2"}},  # wrong type
+    {"answers": {"colour": "red"}},  # a question left unanswered
+    {"answers": {"colour": "red", "copies": 2, "extra": 1}},  # no such question
+    {"answers": ["red", 2]},
+    {"colour": "red", "copies": 2},
+    None,
+]
+
+
+def test_clarification_answers_are_checked_per_question(host: WopHost) -> None:
     run_id, snapshot = start(host, clarification_graph())
     assert snapshot["status"] == "waiting-input"
     before = footprint(host, run_id)
-    with pytest.raises(ValidationError):
-        host.resolve(run_id, "clarify", value, ALICE)
-    assert footprint(host, run_id) == before
+    for value in BAD_ANSWERS:
+        with pytest.raises(ValidationError):
+            host.resolve(run_id, "clarify", value, ALICE)
+        assert footprint(host, run_id) == before, value
     assert count("clarify:past") == 0
 
 
@@ -179,23 +179,26 @@ def test_escalation_threshold_from_configurable_is_a_percentage(
         assert snapshot["status"] == "completed"
 
 
-@pytest.mark.parametrize(
-    "configurable",
-    [
-        {"version": 1, "run": {"escalationThreshold": 150}},
-        {"version": 1, "run": {"escalationThreshold": 0.7}},
-        {"version": 1, "run": {"escalationThreshold": -1}},
-        {"version": 1, "bogus": {}},
-        {"version": 1, "run": {"bogus": 1}},
-        {"run": {"escalationThreshold": 70}},
-        {"version": 2},
-    ],
-)
-def test_bad_configurable_is_refused_at_create_run(host: WopHost, configurable: dict[str, Any]) -> None:
+BAD_CONFIGURABLES: list[dict[str, Any]] = [
+    {"version": 1, "run": {"escalationThreshold": 150}},
+    {"version": 1, "run": {"escalationThreshold": 0.7}},
+    {"version": 1, "run": {"escalationThreshold": -1}},
+    {"version": 1, "bogus": {}},
+    {"version": 1, "run": {"bogus": 1}},
+    {"version": 1, "run.escalationThreshold": 70},
+    {"run": {"escalationThreshold": 70}},
+    {"version": 2},
+]
+
+
+def test_bad_configurable_is_refused_at_create_run(host: WopHost) -> None:
     host.register("lc", low_confidence_graph())
-    with pytest.raises(ValidationError) as info:
-        host.create_run("lc", {"decision": "d", "confidence": 0.1}, owner=ALICE, configurable=configurable)
-    assert info.value.status == 400
+    for configurable in BAD_CONFIGURABLES:
+        with pytest.raises(ValidationError) as info:
+            host.create_run(
+                "lc", {"decision": "d", "confidence": 0.1}, owner=ALICE, configurable=configurable
+            )
+        assert info.value.status == 400, configurable
     assert all_run_ids(host) == []
     assert count("agent:run") == 0
 

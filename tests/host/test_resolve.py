@@ -42,13 +42,13 @@ def test_resolve_after_completion_is_interrupt_already_resolved(host: WopHost) -
     assert len(payloads(events(host, run_id), "interrupt.resolved")) == 1
 
 
-@pytest.mark.parametrize("node_id", ["no-such-node", "write", "publish"])
-def test_resolving_a_node_without_interrupt_is_not_found(host: WopHost, node_id: str) -> None:
+def test_resolving_a_node_without_interrupt_is_not_found(host: WopHost) -> None:
     run_id, _ = start(host, approval_graph())
     before = footprint(host, run_id)
-    with pytest.raises(NotFound) as info:
-        host.resolve(run_id, node_id, ACCEPT, ALICE)
-    assert (info.value.status, info.value.code) == (404, "not_found")
+    for node_id in ("no-such-node", "write", "publish"):
+        with pytest.raises(NotFound) as info:
+            host.resolve(run_id, node_id, ACCEPT, ALICE)
+        assert (info.value.status, info.value.code) == (404, "not_found")
     assert footprint(host, run_id) == before
 
 
@@ -150,13 +150,13 @@ def test_same_idempotency_key_with_another_body_is_a_mismatch(host: WopHost) -> 
     assert footprint(host, run_id) == before
 
 
-@pytest.mark.parametrize("bad_key", ["short", "has space in it 0123456789abc", "x" * 129])
-def test_malformed_idempotency_key_is_invalid(host: WopHost, bad_key: str) -> None:
+def test_malformed_idempotency_key_is_invalid(host: WopHost) -> None:
     run_id, _ = start(host, approval_graph())
     before = footprint(host, run_id)
-    with pytest.raises(IdempotencyKeyInvalid) as info:
-        host.resolve(run_id, "review", ACCEPT, ALICE, idempotency_key=bad_key)
-    assert (info.value.status, info.value.code) == (400, "idempotency_key_invalid")
+    for bad_key in ("short", "has space in it 0123456789abc", "x" * 129, ""):
+        with pytest.raises(IdempotencyKeyInvalid) as info:
+            host.resolve(run_id, "review", ACCEPT, ALICE, idempotency_key=bad_key)
+        assert (info.value.status, info.value.code) == (400, "idempotency_key_invalid")
     assert footprint(host, run_id) == before
     assert host.snapshot(run_id)["status"] == "waiting-approval"
 

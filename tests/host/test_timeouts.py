@@ -18,7 +18,7 @@ def later(seconds: float = 3600) -> datetime:
     return datetime.now(UTC) + timedelta(seconds=seconds)
 
 
-@pytest.mark.parametrize("on_timeout", [None, "reject", "approve", "escalate"])
+@pytest.mark.parametrize("on_timeout", [None, "approve", "escalate"])
 def test_expired_approval_is_rejected(host: WopHost, on_timeout: str | None) -> None:
     run_id, _ = start(host, approval_graph(timeout=60, on_timeout=on_timeout))
     (gate,) = host.pending_interrupts(run_id)

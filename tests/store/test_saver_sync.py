@@ -274,7 +274,7 @@ def test_prune_keeps_checkpoints_that_own_a_pending_interrupt(shared_saver: SQLM
     assert remaining == expected
     survivor = shared_saver.get_tuple(c[2])
     assert survivor is not None and survivor.parent_config is None
-    assert survivor.pending_writes == [("asker", "__interrupt__", ["q2"]), ("asker", "__resume__", ["a"])]
+    assert survivor.pending_writes == [("asker", "__resume__", ["a"]), ("asker", "__interrupt__", ["q2"])]
 
 
 def test_prune_refuses_bad_arguments_and_delta_channel_threads(shared_saver: SQLModelSaver) -> None:

@@ -21,8 +21,8 @@ _BUDGET_POLICY_STAND_IN = {"type": "object"}
 def configurable_schema() -> dict[str, Any]:
     """The official v2 ``configurable`` schema, with its budget-policy reference made local."""
     text = resources.files(__package__).joinpath("configurable.schema.json").read_text(encoding="utf-8")
-    schema: dict[str, Any] = json.loads(text)
-    return _inline_budget(schema)
+    schema: dict[str, Any] = _inline_budget(json.loads(text))
+    return schema
 
 
 def _inline_budget(node: Any) -> Any:
