@@ -82,11 +82,15 @@ def reset_counts() -> None:
 # -- approvals -------------------------------------------------------------------------------
 
 
-def approval_graph(*, retry: bool = False, kill_hook: bool = False, **approval: Any) -> Pregel:
+def approval_graph(
+    *, retry: bool = False, flaky: bool = False, kill_hook: bool = False, **approval: Any
+) -> Pregel:
     """``write -> review -> publish``; ``review`` holds a ``request_approval`` gate.
 
     ``revise`` has no incoming edge: only a rejection route reaches it. ``approval`` is passed to
-    ``request_approval`` (actions, quorum settings, approvers, timeout, ...).
+    ``request_approval`` (actions, quorum settings, approvers, timeout, ...). ``retry`` gives
+    ``review`` a ``RetryPolicy(max_attempts=3, retry_on=Exception)``; ``flaky`` makes ``review``
+    raise a ``RuntimeError`` once, after its gate returned.
     """
 
     def write(state: State) -> State:
@@ -100,6 +104,9 @@ def approval_graph(*, retry: bool = False, kill_hook: bool = False, **approval: 
         )
         if kill_hook and os.environ.get(KILL_AFTER_GATE_ENV):
             os.kill(os.getpid(), signal.SIGKILL)
+        if flaky and count("review:flaked") == 0:
+            bump("review:flaked")
+            raise RuntimeError("a transient failure after the gate")
         bump("review:past")
         return {
             "log": ["review"],

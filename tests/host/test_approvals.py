@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.host._graphs import ALICE, approval_graph, count
+from tests.host._graphs import ALICE, approval_graph, count, reset_counts
 from tests.host._support import events, footprint, of_type, only_pending, payloads, start
 from tests.host.conftest import HostFactory
 from wop_langgraph.host import Membership, Principal, WopHost
@@ -87,9 +87,6 @@ def test_reject_is_never_retried_under_a_retry_policy(make_host: HostFactory) ->
     plain, _ = start(host, approval_graph())
     host.resolve(plain, "review", {"action": "reject"}, ALICE)
     executions_without_retry = count("review:run")
-
-    from tests.host._graphs import reset_counts
-
     reset_counts()
     run_id, _ = start(host, approval_graph(retry=True))
     host.resolve(run_id, "review", {"action": "reject"}, ALICE)
@@ -99,11 +96,15 @@ def test_reject_is_never_retried_under_a_retry_policy(make_host: HostFactory) ->
     assert failed.get("attempts", 1) == 1
 
 
-def test_retry_policy_still_retries_ordinary_errors_and_accept_works(host: WopHost) -> None:
-    run_id, _ = start(host, approval_graph(retry=True))
-    host.resolve(run_id, "review", {"action": "accept"}, ALICE)
-    assert host.snapshot(run_id)["status"] == "completed"
-    assert count("review:past") == 1
+def test_retry_policy_still_retries_ordinary_errors_without_asking_again(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(retry=True, flaky=True))
+    assert host.resolve(run_id, "review", {"action": "accept"}, ALICE)["status"] == "completed"
+    assert count("review:flaked") == 1  # the first attempt after the gate failed ...
+    assert count("review:past") == 1  # ... the retry got the same answer and went on
+    docs = events(host, run_id)
+    assert len(payloads(docs, "interrupt.requested")) == 1
+    assert not payloads(docs, "node.failed")
+    assert count("publish") == 1
 
 
 def test_rejection_route_continues_at_the_named_node(host: WopHost) -> None:

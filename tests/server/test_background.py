@@ -134,8 +134,7 @@ async def test_sweep_times_out_an_approval(host: WopHost, db_url: str) -> None:
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
             run_id = (await client.post("/runs", json={"workflowId": "timed"}, headers=ALICE)).json()["runId"]
             wire = project_id(run_id)
-            # The server's part: the sweep runs by itself and times the approval out. (Whether the
-            # run then fails is the host's part; see the report: expired approvals are not resumed.)
+            # The sweep runs by itself, times the approval out, and the run fails as rejected.
             resolved: list[dict[str, Any]] = []
             for _ in range(100):
                 page = (await client.get(f"/runs/{wire}/events/poll?timeout=0", headers=READER)).json()
@@ -144,3 +143,11 @@ async def test_sweep_times_out_an_approval(host: WopHost, db_url: str) -> None:
                     break
                 await asyncio.sleep(0.1)
             assert resolved and resolved[0]["payload"]["action"] == "timeout"
+            snapshot: dict[str, Any] = {}
+            for _ in range(100):
+                snapshot = (await client.get(f"/runs/{wire}", headers=READER)).json()
+                if snapshot["status"] == "failed":
+                    break
+                await asyncio.sleep(0.1)
+            assert snapshot["status"] == "failed"
+            assert snapshot["error"]["code"] == "approval_rejected"

@@ -80,10 +80,5 @@ def test_concurrent_resolves_are_exactly_once(servers: tuple[str, str]) -> None:
     run_races(servers, ("accept", "accept"))
 
 
-@pytest.mark.xfail(
-    reason="host bug: a losing resolver's vote is counted in the winner's decision "
-    "(interrupt.resolved records action 'reject' with the winner's resumeValue {action: accept})",
-    strict=False,
-)
 def test_concurrent_conflicting_decisions_keep_the_winners_value(servers: tuple[str, str]) -> None:
     run_races(servers, ("accept", "reject"))

@@ -13,6 +13,8 @@ import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import Connection
+
 from wop_langgraph.host.driver import TERMINAL_STATUSES
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
@@ -157,13 +159,10 @@ class Resolver:
             self._check_eligible(payload["data"], principal)
             if parsed.action == "ask":
                 return {"runId": run_id, "nodeId": node_id, "status": host.snapshot(run_id)["status"]}
-            outcome = self._vote(target, parsed, principal, now)
-            if outcome is None:
+            if not self._vote(target, parsed, resume_value, principal, now):
                 return {"runId": run_id, "nodeId": node_id, "status": host.snapshot(run_id)["status"]}
-            resolution = _approval_resolution(outcome, parsed)
         else:
-            resolution = {}
-        self._claim(target, resume_value, resolution, principal.subject(), now)
+            self._claim(target, resume_value, {}, principal.subject(), now)
         host._drive(run_id)
         return {"runId": run_id, "nodeId": node_id, "status": host.snapshot(run_id)["status"]}
 
@@ -199,36 +198,41 @@ class Resolver:
         )
 
     def _vote(
-        self, target: InterruptRecord, parsed: ApprovalResume, principal: Principal, now: datetime
-    ) -> Tally | None:
-        """Record the vote; returns the deciding tally, or ``None`` while the gate stays open."""
+        self,
+        target: InterruptRecord,
+        parsed: ApprovalResume,
+        resume_value: Any,
+        principal: Principal,
+        now: datetime,
+    ) -> bool:
+        """Record the vote and, if it decides the gate, claim it in the same transaction.
+
+        Returns whether the gate is now decided. Counting and claiming under one row lock (one
+        write transaction on SQLite) means the vote that decides is the one whose value and
+        decision are recorded: a conflicting vote arriving meanwhile sees a closed gate (409).
+        """
         data = target.payload["data"]
         voter = parsed.voter or principal.subject_id
-
-        def count(votes: list[Vote]) -> Tally:
-            return tally(
-                votes,
-                required_approvals=int(data.get("requiredApprovals", 1)),
-                rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
-                override_bypasses_quorum=bool(data.get("overrideBypassesQuorum", False)),
-            )
-
         with self._host.engine.begin() as conn:
             current = lock_interrupt(conn, target.interrupt_id)
             if current is None or not current.is_pending:
                 raise InterruptAlreadyResolved("the interrupt was resolved meanwhile")
             votes = [Vote.from_json(v) for v in current.votes or []]
             if any(v.voter == voter for v in votes):
-                # One vote per voter: a repeat changes nothing. But if the recorded votes already
-                # decide the gate (its decider has not claimed it yet, or died before it could),
-                # go on to the claim, where exactly one caller wins and the others get 409.
-                recorded = count(votes)
-                return recorded if recorded.decided else None
+                return False  # one vote per voter: a repeat changes nothing
             override = principal.can_override and bool(data.get("overrideBypassesQuorum"))
             votes.append(Vote(voter=voter, action=parsed.action, override=override))
-            outcome = count(votes)
+            outcome = tally(
+                votes,
+                required_approvals=int(data.get("requiredApprovals", 1)),
+                rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
+                override_bypasses_quorum=bool(data.get("overrideBypassesQuorum", False)),
+            )
             set_votes(conn, target.interrupt_id, [v.as_json() for v in votes])
-        return outcome if outcome.decided else None
+            if outcome.decided:
+                resolution = _approval_resolution(outcome, parsed)
+                self._claim_in(conn, target, resume_value, resolution, principal.subject(), now)
+        return outcome.decided
 
     def _claim(
         self,
@@ -240,6 +244,26 @@ class Resolver:
         *,
         status: str = "resolved",
     ) -> None:
+        """Claim the interrupt and append ``interrupt.resolved`` in a transaction of its own."""
+        with self._host.engine.begin() as conn:
+            self._claim_in(conn, target, resume_value, resolution, resolved_by, now, status=status)
+
+    def _claim_in(
+        self,
+        conn: Connection,
+        target: InterruptRecord,
+        resume_value: Any,
+        resolution: dict[str, Any],
+        resolved_by: dict[str, Any] | None,
+        now: datetime,
+        *,
+        status: str = "resolved",
+    ) -> None:
+        """Claim (pending -> resolved|expired) and append the resolution events in ``conn``.
+
+        Raises:
+            InterruptAlreadyResolved: another caller claimed it first.
+        """
         event_payload: dict[str, Any] = {
             "nodeId": target.node_id,
             "interruptId": target.interrupt_id,
@@ -265,19 +289,18 @@ class Resolver:
             if resume_value is not None:
                 exchanged["outcome"] = resume_value
             events.append(NewEvent("conversation.exchanged", exchanged, node_id=target.node_id))
-        with self._host.engine.begin() as conn:
-            won = claim(
-                conn,
-                target.interrupt_id,
-                status="expired" if status == "expired" else "resolved",
-                now=now,
-                resume_value=resume_value,
-                resolution=resolution,
-                resolved_by=resolved_by,
-            )
-            if not won:
-                raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
-            append_events(conn, target.run_id, events, now=now)
+        won = claim(
+            conn,
+            target.interrupt_id,
+            status="expired" if status == "expired" else "resolved",
+            now=now,
+            resume_value=resume_value,
+            resolution=resolution,
+            resolved_by=resolved_by,
+        )
+        if not won:
+            raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
+        append_events(conn, target.run_id, events, now=now)
 
     def _turns_so_far(self, run_id: str, conversation_id: str) -> int:
         """How many exchanges of this conversation were already answered."""

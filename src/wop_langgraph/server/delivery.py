@@ -173,8 +173,10 @@ class CallbackDelivery:
                     updated_at=self._host.clock(),
                 )
                 .on_conflict_do_nothing(index_elements=["interrupt_id"])
-            ).rowcount
-        return bool(inserted == 1)
+                .returning(callbacks_table.c.interrupt_id)
+            ).first()
+        # RETURNING, not rowcount: psycopg does not report a row count for this statement.
+        return inserted is not None
 
     def _deliver(self, url: str, record: InterruptRecord) -> bool:
         policy = self._policy

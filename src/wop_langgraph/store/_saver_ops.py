@@ -13,7 +13,7 @@ from typing import Any, Literal, cast
 
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store._saver_codec import CheckpointRow, WriteRow
-from wop_langgraph.store._saver_sql import Sql, Statements
+from wop_langgraph.store._saver_sql import WRITES_PER_STATEMENT, Sql, Statements
 from wop_langgraph.store._saver_tx import Tx
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
 
@@ -81,11 +81,12 @@ def store_writes(
     """Store a batch of task writes, then hand the batch to ``recorder`` in the same transaction.
 
     Special slots are replaced in place, ordinary writes are kept if already stored (see
-    ``Statements.upsert_writes``). If the recorder raises, the transaction rolls back and
-    none of the batch is stored.
+    ``Statements.upsert_writes``); a batch of up to ``WRITES_PER_STATEMENT`` rows is one
+    statement. If the recorder raises, the transaction rolls back and none of the batch is
+    stored.
     """
-    if rows:
-        tx.execute_many(sql.upsert_writes, rows)
+    for start in range(0, len(rows), WRITES_PER_STATEMENT):
+        tx.execute(*sql.upsert_writes(rows[start : start + WRITES_PER_STATEMENT]))
     if recorder is not None:
         recorder.record(tx.connection, batch)
 

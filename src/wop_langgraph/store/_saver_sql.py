@@ -51,13 +51,23 @@ from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table as W
 from wop_langgraph.store.checkpoint_tables import checkpoints_table as C
 
-__all__ = ["CONTROL_CHANNELS", "INTERRUPT", "NULL_TASK_ID", "Sql", "Statements", "statements_for"]
+__all__ = [
+    "CONTROL_CHANNELS",
+    "INTERRUPT",
+    "NULL_TASK_ID",
+    "WRITES_PER_STATEMENT",
+    "Sql",
+    "Statements",
+    "statements_for",
+]
 
 INTERRUPT = "__interrupt__"
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 #: Writes that describe what happened to a task rather than what it produced (LangGraph's
 #: ``pregel._task_status.CONTROL_WRITES``); any other write means the task finished.
 CONTROL_CHANNELS = frozenset({"__error__", "__error_source_node__", INTERRUPT, "__resume__"})
+#: Most write rows stored by one statement (9 binds each: within SQLite's oldest limit of 999).
+WRITES_PER_STATEMENT = 100
 # Metadata keys a DeltaChannel leaves behind; pruning must not cut such a thread's history.
 _DELTA_MARKERS = ("counters_since_delta_snapshot", "delta_writes_versioned")
 
@@ -175,17 +185,8 @@ class Statements:
                 },
             )
         )
-        # One statement serves a whole batch: a special slot (negative idx: __error__,
-        # __scheduled__, __interrupt__, __resume__) is replaced in place, while an ordinary
-        # write already stored stays as it was (the WHERE turns its update into a no-op).
-        upsert_writes = insert(W).values({c.name: bindparam(c.name) for c in W.columns})
-        self.upsert_writes = sql(
-            upsert_writes.on_conflict_do_update(
-                index_elements=list(W.primary_key.columns),
-                set_={n: upsert_writes.excluded[n] for n in ("task_path", "channel", "type", "blob")},
-                where=upsert_writes.excluded.idx < literal(0),
-            )
-        )
+        self._insert = insert
+        self._upsert_writes: dict[int, Sql] = {}
 
         # get_tuple reads the checkpoint and its writes in ONE statement (one snapshot, one
         # round trip): the checkpoint row (kind 0) followed by its writes (kind 1).
@@ -276,6 +277,29 @@ class Statements:
         self.delete_checkpoint = sql(delete(C).where(_key(C)))
         self.delete_checkpoint_writes = sql(delete(W).where(_key(W)))
         self.orphan_checkpoint = sql(update(C).where(_key(C)).values(parent_checkpoint_id=null()))
+
+    def upsert_writes(self, rows: Sequence[Mapping[str, Any]]) -> tuple[Sql, dict[str, Any]]:
+        """One statement storing up to :data:`WRITES_PER_STATEMENT` write rows, and its binds.
+
+        A special slot (negative idx: ``__error__``, ``__scheduled__``, ``__interrupt__``,
+        ``__resume__``) is replaced in place, while an ordinary write already stored stays
+        as it was: the ``WHERE`` turns its update into a no-op. The rows must have distinct
+        keys (PostgreSQL refuses to update one row twice in a statement).
+        """
+        count = len(rows)
+        found = self._upsert_writes.get(count)
+        if found is None:
+            statement = self._insert(W).values(
+                [{c.name: bindparam(f"{c.name}_{i}") for c in W.columns} for i in range(count)]
+            )
+            statement = statement.on_conflict_do_update(
+                index_elements=list(W.primary_key.columns),
+                set_={n: statement.excluded[n] for n in ("task_path", "channel", "type", "blob")},
+                where=statement.excluded.idx < literal(0),
+            )
+            found = self._upsert_writes.setdefault(count, compile_sql(statement, self.dialect))
+        params = {f"{name}_{i}": value for i, row in enumerate(rows) for name, value in row.items()}
+        return found, params
 
     def id_list(self, ids: Sequence[str]) -> Any:
         """The value to bind as ``ids``: an array on PostgreSQL, JSON text for ``json_each``."""

@@ -9,11 +9,12 @@ on that connection's driver connection, so both share one transaction.
 
 Per backend:
 
-* SQLite: writes begin ``BEGIN IMMEDIATE`` under the process-wide write lock of the file
-  (:func:`~wop_langgraph.store.engine.write_lock`), reads ``BEGIN`` (a WAL snapshot, never
-  blocked by the writer).
-* PostgreSQL (psycopg 3): writes run in pipeline mode, so ``BEGIN``, the statements and
-  ``COMMIT`` travel in one round trip; reads run in autocommit, one round trip per statement.
+* Operations of one statement (``put``, ``put_writes`` without a recorder, ``get_tuple``)
+  run in autocommit: the statement is atomic by itself, and on PostgreSQL that makes the
+  operation one round trip instead of three. Others run in ``BEGIN`` ... ``COMMIT``.
+* SQLite: writes hold the process-wide write lock of the file
+  (:func:`~wop_langgraph.store.engine.write_lock`) and begin ``BEGIN IMMEDIATE``; reads begin
+  ``BEGIN`` (a WAL snapshot, never blocked by the writer).
 
 Driver and pool errors become :class:`~wop_langgraph.protocol.errors.StoreError`, chained
 from the original; a connection the driver reports as broken is dropped from the pool.
@@ -89,13 +90,19 @@ def store_error(what: str, exc: BaseException) -> StoreError:
 
 
 @contextmanager
-def transaction(engine: Engine, what: str, *, write: bool, with_connection: bool = False) -> Iterator[Tx]:
+def transaction(
+    engine: Engine, what: str, *, write: bool, atomic: bool = True, with_connection: bool = False
+) -> Iterator[Tx]:
     """A transaction on ``engine`` that commits when the block ends and rolls back on error.
 
     Args:
         engine: the store's engine.
         what: the operation, named in error messages.
-        write: whether the block writes (SQLite: ``BEGIN IMMEDIATE`` under the write lock).
+        write: whether the block writes (on SQLite it then holds the file's write lock).
+        atomic: whether the block's statements must commit together. A block that runs one
+            statement passes ``False`` and runs in autocommit: the statement is atomic by
+            itself, and there is no ``BEGIN``/``COMMIT`` to send (two round trips fewer on
+            PostgreSQL).
         with_connection: open the transaction through SQLAlchemy so ``tx.connection`` works.
 
     Raises:
@@ -119,13 +126,16 @@ def transaction(engine: Engine, what: str, *, write: bool, with_connection: bool
         dbapi: Any = fairy.driver_connection
         try:
             if sqlite:
-                dbapi.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                # The engine's connections have sqlite3's own transaction handling switched
+                # off: without BEGIN every statement commits by itself.
+                if atomic:
+                    dbapi.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 yield Tx(dbapi, None)
-                dbapi.commit()
-            elif write:
-                with dbapi.pipeline():
-                    yield Tx(dbapi, None)
+                if atomic:
                     dbapi.commit()
+            elif atomic:
+                yield Tx(dbapi, None)  # psycopg begins the transaction with the first statement
+                dbapi.commit()
             else:
                 dbapi.autocommit = True
                 try:

@@ -131,13 +131,28 @@ def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) ->
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(cursor)
         # In WAL mode NORMAL keeps the database consistent after a crash; only the last
         # transactions before a power loss may roll back.
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
     finally:
         cursor.close()
+
+
+def _enable_wal(cursor: sqlite3.Cursor) -> None:
+    # Turning a new file to WAL needs an exclusive lock and SQLite does not call the busy
+    # handler for it: connections opening a fresh file together get "database is locked"
+    # at once. Retry for as long as the busy timeout would have waited.
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _on_sqlite_begin(conn: Connection) -> None:

@@ -173,8 +173,8 @@ def mark_consumed(conn: Connection, interrupt_ids: Sequence[str], *, now: dateti
 
 
 def resolved_unconsumed(conn: Connection, run_id: str | None = None) -> list[InterruptRecord]:
-    """Resolutions that were claimed but never delivered to the graph (crash recovery)."""
-    query = select(_table).where(_table.c.status == "resolved", _table.c.consumed_at.is_(None))
+    """Resolutions (and timeouts) that were claimed but never delivered to the graph."""
+    query = select(_table).where(_table.c.status.in_(["resolved", "expired"]), _table.c.consumed_at.is_(None))
     if run_id is not None:
         query = query.where(_table.c.run_id == run_id)
     return [_record(row) for row in conn.execute(query.order_by(_table.c.resolved_at)).mappings()]
