@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langgraph.pregel import Pregel
@@ -17,6 +17,9 @@ from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.store.run_tables import runs_table
 
 _WORKFLOW_IDS = itertools.count()
+
+#: The ``make_host`` fixture: ``make_host(**WopHost options) -> WopHost`` over the test's database.
+HostFactory = Callable[..., WopHost]
 
 
 def start(

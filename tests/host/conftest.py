@@ -13,7 +13,7 @@ gets a new file per test. The parameter ids stay ``sqlite`` and ``postgres``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,8 @@ from sqlalchemy.engine import make_url
 
 from tests.conftest import BACKENDS, create_postgres_database, drop_postgres_database
 from tests.host._graphs import reset_counts
-from tests.host._support import all_run_ids, check_run_invariants
+from tests.host._support import HostFactory, all_run_ids, check_run_invariants
 from wop_langgraph.host import WopHost
-
-HostFactory = Callable[..., WopHost]
 
 
 @pytest.fixture(scope="session")

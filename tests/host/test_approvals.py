@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from tests.host._graphs import ALICE, approval_graph, count, reset_counts
-from tests.host._support import events, footprint, of_type, only_pending, payloads, start
-from tests.host.conftest import HostFactory
+from tests.host._support import HostFactory, events, footprint, of_type, only_pending, payloads, start
 from wop_langgraph.host import Membership, Principal, WopHost
 from wop_langgraph.protocol.errors import Forbidden, InterruptAlreadyResolved, ValidationError
 

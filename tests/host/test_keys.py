@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from tests.host._graphs import ALICE, approval_graph, count, loop_graph, two_asks_graph
-from tests.host._support import events, only_pending, payloads, start
-from tests.host.conftest import HostFactory
+from tests.host._support import HostFactory, events, only_pending, payloads, start
 from wop_langgraph.host import WopHost
 
 

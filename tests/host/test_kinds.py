@@ -19,8 +19,16 @@ from tests.host._graphs import (
     external_event_graph,
     low_confidence_graph,
 )
-from tests.host._support import all_run_ids, events, footprint, of_type, only_pending, payloads, start
-from tests.host.conftest import HostFactory
+from tests.host._support import (
+    HostFactory,
+    all_run_ids,
+    events,
+    footprint,
+    of_type,
+    only_pending,
+    payloads,
+    start,
+)
 from wop_langgraph.host import WopHost
 from wop_langgraph.nodes.questions import CREDENTIAL_RESUME_SCHEMA
 from wop_langgraph.protocol.errors import ValidationError

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.host._graphs import KILL_AFTER_GATE_ENV, WORKFLOW, approval_graph, count
-from tests.host._support import events, payloads
-from tests.host.conftest import HostFactory
+from tests.host._support import HostFactory, events, payloads
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.host._graphs import ALICE, approval_graph, clarification_graph, count
-from tests.host._support import events, of_type, payloads, start
-from tests.host.conftest import HostFactory
+from tests.host._support import HostFactory, events, of_type, payloads, start
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.errors import InterruptAlreadyResolved
 

@@ -12,8 +12,7 @@ from tests.host._graphs import (
     send_graph,
     subgraph_graph,
 )
-from tests.host._support import events, of_type, only_pending, payloads, start
-from tests.host.conftest import HostFactory
+from tests.host._support import HostFactory, events, of_type, only_pending, payloads, start
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, ValidationError
 

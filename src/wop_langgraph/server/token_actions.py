@@ -1,12 +1,14 @@
 """What the token surface does, shared by the JSON routes and the reviewer page.
 
 The resolver of a token resolve is the token holder, recorded as the Subject
-``{issuer: urn:wop-langgraph:interrupt-token, subjectId: token:<kid>, tenant: <run's tenant>,
-lane: anonymous, kind: anonymous}``.
+``{issuer: urn:wop-langgraph:interrupt-token, subjectId: token:<digest>, tenant: <run's tenant>,
+lane: anonymous, kind: anonymous}``, where ``<digest>`` identifies the link itself: every minted
+link is its own voter toward a quorum, and the same link used twice is one voter.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from wop_langgraph.host import Principal
@@ -20,11 +22,12 @@ __all__ = ["TOKEN_ISSUER", "inspect_token", "resolve_with_token", "token_princip
 TOKEN_ISSUER = "urn:wop-langgraph:interrupt-token"
 
 
-def token_principal(claims: TokenClaims) -> Principal:
+def token_principal(claims: TokenClaims, token: str) -> Principal:
     """The principal a token resolve acts as (see the module docstring)."""
+    digest = hashlib.sha256(token.encode()).hexdigest()[:24]
     return Principal(
         tenant=tenant_of(claims.run_id),
-        subject_id=f"token:{claims.kid}",
+        subject_id=f"token:{digest}",
         scopes=frozenset({"approvals:respond"}),
         kind="anonymous",
         lane="anonymous",
@@ -47,7 +50,7 @@ def resolve_with_token(
     require_intent(claims, "resolve")
     pending_for_token(state.host, claims)
     result = state.host.resolve(
-        claims.run_id, claims.node_id, resume_value, token_principal(claims), key=claims.interrupt_id
+        claims.run_id, claims.node_id, resume_value, token_principal(claims, token), key=claims.interrupt_id
     )
     state.delivery.notify(claims.run_id)
     return claims, result

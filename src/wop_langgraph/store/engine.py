@@ -178,10 +178,15 @@ def write_lock(engine: Engine) -> AbstractContextManager[Any]:
     """
     if not is_sqlite(engine):
         return nullcontext()
-    database = engine.url.database
-    key = f"memory:{id(engine.pool)}" if database in (None, "", ":memory:") else os.path.realpath(database)
-    with _write_locks_guard:
-        lock = _write_locks.setdefault(key, threading.Lock())
+    database = engine.url.database or ""
+    key = f"memory:{id(engine.pool)}" if database in ("", ":memory:") else os.path.abspath(database)
+    lock = _write_locks.get(key)
+    if lock is None:
+        with _write_locks_guard:
+            # Every spelling of a path maps to the lock of the file it resolves to.
+            shared = key if key.startswith("memory:") else os.path.realpath(key)
+            lock = _write_locks.setdefault(shared, threading.Lock())
+            _write_locks[key] = lock
     return lock
 
 
