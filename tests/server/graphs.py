@@ -31,6 +31,11 @@ def _timed_review(state: State) -> State:
     return {"decision": decision.action}
 
 
+def _quorum_review(state: State) -> State:
+    decision = request_approval("doc-3", "text", "Two reviewers?", artifact_data="x", required_approvals=2)
+    return {"decision": decision.action}
+
+
 def _clarify(state: State) -> State:
     return {"answers": ask([{"id": "q1", "question": "Which colour?", "schema": {"type": "string"}}])}
 
@@ -68,6 +73,15 @@ def timed_graph() -> Any:
     return g.compile()
 
 
+def quorum_graph() -> Any:
+    """One approval that needs two accepting reviewers."""
+    g = StateGraph(State)
+    g.add_node("review", _quorum_review)
+    g.add_edge(START, "review")
+    g.add_edge("review", END)
+    return g.compile()
+
+
 def plain_graph() -> Any:
     """No interrupt at all: completes on create."""
     g = StateGraph(State)
@@ -82,4 +96,5 @@ WORKFLOWS = {
     "approve": approve_graph(),
     "timed": timed_graph(),
     "plain": plain_graph(),
+    "quorum": quorum_graph(),
 }

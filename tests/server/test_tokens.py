@@ -57,6 +57,19 @@ async def test_mint_inspect_resolve(client: httpx.AsyncClient, app: FastAPI) -> 
     assert resolved_event["payload"]["resolvedBy"]["subjectId"] == f"token:{digest}"
 
 
+async def test_two_links_are_two_voters_toward_a_quorum(client: httpx.AsyncClient) -> None:
+    run_id = await suspended(client, "quorum")
+    first, second = await token_for(client, run_id), await token_for(client, run_id)
+    vote = {"resumeValue": {"action": "accept"}}
+    undecided = await client.post(f"/interrupts/{first['token']}", json=vote)
+    assert undecided.json()["status"] == "waiting-approval"
+    repeat = await client.post(f"/interrupts/{first['token']}", json=vote)
+    assert repeat.json()["status"] == "waiting-approval"  # the same link is the same voter
+    decided = await client.post(f"/interrupts/{second['token']}", json=vote)
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["status"] == "completed"
+
+
 async def test_token_refusals(client: httpx.AsyncClient, app: FastAPI) -> None:
     run_id = await suspended(client)
     inspect_only = await token_for(client, run_id, intent="inspect")

@@ -228,18 +228,51 @@ def test_a_failing_statement_rolls_back_and_leaves_other_data(saver: SQLModelSav
     assert found is not None and found.pending_writes == [("task", "w", "kept")]
 
 
+def _kill_pooled_connection(saver: SQLModelSaver, url: str) -> None:
+    with saver.engine.connect() as conn:
+        pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+    admin = SQLModelSaver.from_url(url)
+    try:
+        with admin.engine.connect() as conn:
+            conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    finally:
+        admin.close()
+
+
+class _Recorder:
+    def record(self, conn: Any, batch: Any) -> None:
+        pass
+
+
 @pytest.mark.postgres
 def test_a_connection_killed_by_the_server_is_replaced(postgres_url: str) -> None:
+    # One pooled connection, used again at once: the idle-only ping does not look at it.
     saver = SQLModelSaver.from_url(postgres_url, pool_size=1, max_overflow=0)
+    recording = SQLModelSaver.from_url(postgres_url, pool_size=1, max_overflow=0, recorder=_Recorder())
     try:
         saver.setup()
         [config] = put_chain(saver, new_thread(), 1)
-        with saver.engine.connect() as conn:
-            pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        admin = SQLModelSaver.from_url(postgres_url)
-        with admin.engine.connect() as conn:
-            conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        admin.close()
-        assert saver.get_tuple(config) is not None  # the pool's ping found the dead connection
+
+        _kill_pooled_connection(saver, postgres_url)
+        assert saver.get_tuple(config) is not None  # retried on a fresh connection
+        _kill_pooled_connection(saver, postgres_url)
+        saver.put_writes(config, [("w", 1)], "task")  # idempotent: retried too
+        assert _pending_count(saver, config) == 1
+
+        recording.put_writes(config, [("w", 1)], "task")
+        _kill_pooled_connection(recording, postgres_url)
+        with pytest.raises(StoreError, match="put_writes failed in the database") as caught:
+            # What a recorder appends must not be appended twice: no retry, a clear error.
+            recording.put_writes(config, [("w2", 2)], "task-2")
+        assert isinstance(caught.value.__cause__, psycopg.OperationalError)
+        recording.put_writes(config, [("w2", 2)], "task-2")  # the broken connection is gone
+        assert _pending_count(saver, config) == 2
     finally:
         saver.close()
+        recording.close()
+
+
+def _pending_count(saver: SQLModelSaver, config: Any) -> int:
+    found = saver.get_tuple(config)
+    assert found is not None and found.pending_writes is not None
+    return len(found.pending_writes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import random
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, NamedTuple, ParamSpec, Self, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -31,7 +31,7 @@ from wop_langgraph.protocol.errors import StoreError, ValidationError
 from wop_langgraph.store import _saver_ops as ops
 from wop_langgraph.store._saver_codec import Codec, checked, thread_key
 from wop_langgraph.store._saver_sql import WRITES_PER_STATEMENT, Statements, statements_for
-from wop_langgraph.store._saver_tx import Tx, driver_error, store_error, transaction
+from wop_langgraph.store._saver_tx import ConnectionLost, Database, Tx, driver_error, store_error
 from wop_langgraph.store.engine import configure_sqlite, is_sqlite, make_engine, normalize_url
 from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
@@ -47,11 +47,24 @@ LIST_PAGE_SIZE = 100
 #: Seconds a pooled PostgreSQL connection may sit idle before it is pinged on checkout.
 PING_AFTER_IDLE = 1.0
 
-# Transaction modes (write, atomic): one-statement operations run in autocommit.
-_READ_ONE = (False, False)
-_READ = (False, True)
-_WRITE_ONE = (True, False)
-_WRITE = (True, True)
+
+
+class _Mode(NamedTuple):
+    """How an operation runs: writes or not, one statement or several, retried or not."""
+
+    write: bool
+    # One-statement operations run in autocommit (no BEGIN/COMMIT round trips).
+    atomic: bool
+    # Retried once on a fresh connection when the first one turns out to be dead; only for
+    # operations that are idempotent (running twice leaves what running once does).
+    retry: bool = True
+
+
+_READ_ONE = _Mode(write=False, atomic=False)
+_READ = _Mode(write=False, atomic=True)
+_WRITE_ONE = _Mode(write=True, atomic=False)
+_WRITE = _Mode(write=True, atomic=True)
+_WRITE_ONCE = _Mode(write=True, atomic=True, retry=False)
 
 
 class SaverBase(BaseCheckpointSaver[str]):
@@ -84,6 +97,7 @@ class SaverBase(BaseCheckpointSaver[str]):
         self.engine = engine
         self.recorder = recorder
         self._sql = statements_for(engine.dialect)
+        self._db = Database(engine)
         self._owns_engine = False
         self._closed = False
 
@@ -124,6 +138,7 @@ class SaverBase(BaseCheckpointSaver[str]):
     def close(self) -> None:
         """Refuse further use; dispose of the engine if :meth:`from_url` created it."""
         self._closed = True
+        self._db.close()
         if self._owns_engine:
             self.engine.dispose()
 
@@ -200,24 +215,17 @@ class SaverBase(BaseCheckpointSaver[str]):
         raises, nothing of the batch is stored and its exception propagates.
         """
         self._check_open("put_writes")
-        rows = self._codec.write_params(config, writes, task_id, task_path)
-        thread_id, checkpoint_ns = thread_key(config)
-        batch = WriteBatch(
-            thread_id=thread_id,
-            checkpoint_ns=checkpoint_ns,
-            checkpoint_id=str(config["configurable"]["checkpoint_id"]),
-            task_id=task_id,
-            task_path=task_path,
-            writes=writes,
+        rows, (thread_id, checkpoint_ns, checkpoint_id) = self._codec.write_params(
+            config, writes, task_id, task_path
         )
+        batch = WriteBatch(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, writes)
         recorder = self.recorder
-        with transaction(
-            self.engine,
-            "put_writes",
-            write=True,
-            atomic=recorder is not None or len(rows) > WRITES_PER_STATEMENT,
-            with_connection=recorder is not None,
-        ) as tx:
+        if recorder is None:
+            mode = _WRITE if len(rows) > WRITES_PER_STATEMENT else _WRITE_ONE
+            self._run(mode, "put_writes", ops.store_writes, rows, None, batch)
+            return
+        # Not retried: what the recorder appends (events) must not be appended twice.
+        with self._db.transaction("put_writes", write=True, with_connection=True) as tx:
             ops.store_writes(tx, self._sql, rows, recorder, batch)
 
     def delete_thread(self, thread_id: str) -> None:
@@ -238,7 +246,7 @@ class SaverBase(BaseCheckpointSaver[str]):
         """
         source = checked("thread_id", source_thread_id)
         target = checked("thread_id", target_thread_id)
-        self._run(_WRITE, "copy_thread", ops.copy_thread, source, target)
+        self._run(_WRITE_ONCE, "copy_thread", ops.copy_thread, source, target)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Delete old checkpoints of ``thread_ids``, never one that owns a pending interrupt.
@@ -271,15 +279,22 @@ class SaverBase(BaseCheckpointSaver[str]):
 
     def _run(
         self,
-        mode: tuple[bool, bool],
+        mode: _Mode,
         what: str,
         op: Callable[Concatenate[Tx, Statements, P], R],
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> R:
         self._check_open(what)
-        write, atomic = mode
-        with transaction(self.engine, what, write=write, atomic=atomic) as tx:
+        try:
+            with self._db.transaction(what, write=mode.write, atomic=mode.atomic) as tx:
+                return op(tx, self._sql, *args, **kwargs)
+        except ConnectionLost:
+            # The pool pings only connections that sat idle (see from_url); one that died
+            # since its last use shows up here, and a fresh connection gets one more go.
+            if not mode.retry:
+                raise
+        with self._db.transaction(what, write=mode.write, atomic=mode.atomic) as tx:
             return op(tx, self._sql, *args, **kwargs)
 
     def _pages(

@@ -61,6 +61,8 @@ def checked(name: str, value: object) -> str:
     """
     text = value if isinstance(value, str) else str(value)
     limit = _LIMITS[name]
+    if len(text) * 4 <= limit and "\x00" not in text:
+        return text  # even four bytes a character would fit: no need to encode
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > limit:
         raise ValidationError(
@@ -131,8 +133,9 @@ class Codec:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-    ) -> list[dict[str, Any]]:
-        """The insert parameters of one ``put_writes`` batch, one row per stored slot.
+    ) -> tuple[list[dict[str, Any]], tuple[str, str, str]]:
+        """The insert parameters of one ``put_writes`` batch, one row per stored slot, and the
+        validated ``(thread_id, checkpoint_ns, checkpoint_id)`` they belong to.
 
         A special channel written twice in one batch (LangGraph does this with ``__resume__``)
         keeps only its last value, which is what an in-place upsert of each write in order
@@ -145,10 +148,11 @@ class Codec:
                 "put_writes needs configurable.checkpoint_id (the checkpoint the writes belong to)",
                 details={"path": "configurable.checkpoint_id"},
             )
+        checkpoint_id = checked("checkpoint_id", checkpoint_id)
         base = {
             "thread_id": thread_id,
             "checkpoint_ns": checkpoint_ns,
-            "checkpoint_id": checked("checkpoint_id", checkpoint_id),
+            "checkpoint_id": checkpoint_id,
             "task_id": checked("task_id", task_id),
             "task_path": task_path,
         }
@@ -165,7 +169,7 @@ class Codec:
                 "type": type_,
                 "blob": blob,
             }
-        return list(rows.values())
+        return list(rows.values()), (thread_id, checkpoint_ns, checkpoint_id)
 
     def checkpoint_tuple(self, row: CheckpointRow, writes: Sequence[WriteRow]) -> CheckpointTuple:
         """The :class:`CheckpointTuple` of a row and its writes (in ``writes_sort_key`` order)."""

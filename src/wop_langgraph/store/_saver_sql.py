@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from typing import cast as cast_type
 
@@ -92,13 +93,21 @@ class Sql:
     names: tuple[str, ...] | None
     #: Values of binds the statement carries itself (literals).
     defaults: Mapping[str, Any]
+    _pick: Callable[[Mapping[str, Any]], Sequence[Any]] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.names:
+            # itemgetter lays the values out in C; with one name it returns the bare value.
+            getter = operator.itemgetter(*self.names)
+            pick = getter if len(self.names) > 1 else lambda params: (getter(params),)
+            object.__setattr__(self, "_pick", pick)
 
     def bind(self, params: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
         """``params`` in the form the driver expects for this statement."""
         merged = {**self.defaults, **params} if self.defaults else params
         if self.names is None:
             return merged
-        return tuple(merged[name] for name in self.names)
+        return self._pick(merged) if self._pick is not None else ()
 
 
 def compile_sql(statement: ClauseElement, dialect: Dialect) -> Sql:

@@ -1,29 +1,31 @@
 """Short transactions on the driver connection: the saver's lean path to the database.
 
-:func:`transaction` borrows a connection from the engine's pool (pre-ping and all) and runs
-the compiled statements of :mod:`wop_langgraph.store._saver_sql` on the DBAPI cursor,
-skipping SQLAlchemy's per-statement work, which costs more than the statements themselves on
-a fast database. When a caller needs a SQLAlchemy ``Connection`` in the same transaction (the
-write recorder), the transaction is opened through SQLAlchemy instead and the statements run
-on that connection's driver connection, so both share one transaction.
-
-Per backend:
+A :class:`Database` runs the compiled statements of :mod:`wop_langgraph.store._saver_sql`
+straight on DBAPI cursors, skipping SQLAlchemy's per-statement work, which costs more than
+the statements themselves on a fast database. When a caller needs a SQLAlchemy
+``Connection`` in the same transaction (the write recorder), the transaction is opened
+through SQLAlchemy instead and the statements run on that connection's driver connection,
+so both share one transaction.
 
 * Operations of one statement (``put``, ``put_writes`` without a recorder, ``get_tuple``)
   run in autocommit: the statement is atomic by itself, and on PostgreSQL that makes the
   operation one round trip instead of three. Others run in ``BEGIN`` ... ``COMMIT``.
 * SQLite: writes hold the process-wide write lock of the file
   (:func:`~wop_langgraph.store.engine.write_lock`) and begin ``BEGIN IMMEDIATE``; reads begin
-  ``BEGIN`` (a WAL snapshot, never blocked by the writer).
+  ``BEGIN`` (a WAL snapshot, never blocked by the writer). Connections to a SQLite file are
+  kept by the saver once opened (a local file has no idle timeout to outlive, and the
+  engine pool's checkout costs as much as the statement); PostgreSQL connections come from
+  the engine's pool every time, with its pings and invalidation.
 
 Driver and pool errors become :class:`~wop_langgraph.protocol.errors.StoreError`, chained
-from the original; a connection the driver reports as broken is dropped from the pool.
+from the driver's exception; a broken connection is dropped and reported as
+:class:`ConnectionLost`, which an idempotent operation may retry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -33,9 +35,33 @@ from wop_langgraph.protocol.errors import StoreError
 from wop_langgraph.store._saver_sql import Sql
 from wop_langgraph.store.engine import is_memory_sqlite, write_lock
 
-__all__ = ["Tx", "driver_error", "store_error", "transaction"]
+__all__ = ["ConnectionLost", "Database", "Tx", "driver_error", "store_error"]
 
 _NO_PARAMS: Mapping[str, Any] = {}
+
+
+class ConnectionLost(StoreError):
+    """The connection broke during the operation (server restart, idle reaping, network).
+
+    The broken connection is gone; the operation may be retried on a fresh one.
+    """
+
+
+def driver_error(exc: BaseException) -> BaseException:
+    """The driver's own exception behind ``exc`` (SQLAlchemy wraps them), else ``exc``."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else None
+    return orig if isinstance(orig, BaseException) else exc
+
+
+def store_error(what: str, exc: BaseException, *, lost: bool = False) -> StoreError:
+    """A :class:`StoreError` (``ConnectionLost`` if ``lost``) for ``exc`` raised during ``what``.
+
+    Raise it ``from driver_error(exc)`` so the driver's exception is the cause.
+    """
+    cause = driver_error(exc)
+    detail = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    error = ConnectionLost if lost else StoreError
+    return error(f"{what} failed in the database: {type(cause).__name__}: {detail}")
 
 
 class Tx:
@@ -73,90 +99,119 @@ class Tx:
         return self._connection
 
 
-def driver_error(exc: BaseException) -> BaseException:
-    """The driver's own exception behind ``exc`` (SQLAlchemy wraps them), else ``exc``."""
-    orig = exc.orig if isinstance(exc, DBAPIError) else None
-    return orig if isinstance(orig, BaseException) else exc
+class Database:
+    """One saver's way into its engine: connections, locks and the transaction rules above."""
 
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._sqlite = engine.dialect.name == "sqlite"
+        self._error: type[BaseException] = engine.dialect.loaded_dbapi.Error
+        # An in-memory database is one shared connection: every transaction takes the lock.
+        self._memory = is_memory_sqlite(engine)
+        self._write_lock: AbstractContextManager[Any] = write_lock(engine)
+        self._keep_connections = self._sqlite and not self._memory
+        self._idle: list[Any] = []
+        self._closed = False
 
-def store_error(what: str, exc: BaseException) -> StoreError:
-    """A :class:`StoreError` for ``exc`` raised by the database during ``what``.
+    def close(self) -> None:
+        """Close the connections this object keeps (the engine's pool is the owner's)."""
+        self._closed = True
+        while self._idle:
+            self._idle.pop().close()
 
-    Raise it ``from driver_error(exc)`` so the driver's exception is the cause.
-    """
-    cause = driver_error(exc)
-    detail = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    return StoreError(f"{what} failed in the database: {type(cause).__name__}: {detail}")
+    @contextmanager
+    def transaction(
+        self, what: str, *, write: bool, atomic: bool = True, with_connection: bool = False
+    ) -> Iterator[Tx]:
+        """A transaction that commits when the block ends and rolls back on error.
 
+        Args:
+            what: the operation, named in error messages.
+            write: whether the block writes (on SQLite it then holds the write lock).
+            atomic: ``False`` for a block of one statement, which then runs in autocommit.
+            with_connection: open the transaction through SQLAlchemy so ``tx.connection``
+                works (always atomic).
 
-@contextmanager
-def transaction(
-    engine: Engine, what: str, *, write: bool, atomic: bool = True, with_connection: bool = False
-) -> Iterator[Tx]:
-    """A transaction on ``engine`` that commits when the block ends and rolls back on error.
-
-    Args:
-        engine: the store's engine.
-        what: the operation, named in error messages.
-        write: whether the block writes (on SQLite it then holds the file's write lock).
-        atomic: whether the block's statements must commit together. A block that runs one
-            statement passes ``False`` and runs in autocommit: the statement is atomic by
-            itself, and there is no ``BEGIN``/``COMMIT`` to send (two round trips fewer on
-            PostgreSQL).
-        with_connection: open the transaction through SQLAlchemy so ``tx.connection`` works.
-
-    Raises:
-        StoreError: the database or the pool failed (chained from the driver error).
-    """
-    sqlite = engine.dialect.name == "sqlite"
-    lock = write_lock(engine) if write or is_memory_sqlite(engine) else nullcontext()
-    dbapi_error: type[BaseException] = engine.dialect.loaded_dbapi.Error
-    with lock:
-        if with_connection:
-            try:
-                with engine.begin() as conn:
-                    yield Tx(conn.connection.driver_connection, conn)
-            except (SQLAlchemyError, dbapi_error) as exc:
-                raise store_error(what, exc) from driver_error(exc)
-            return
-        try:
-            fairy = engine.raw_connection()
-        except (SQLAlchemyError, dbapi_error) as exc:
-            raise store_error(what, exc) from driver_error(exc)
-        dbapi: Any = fairy.driver_connection
-        try:
-            if sqlite:
-                # The engine's connections have sqlite3's own transaction handling switched
-                # off: without BEGIN every statement commits by itself.
-                if atomic:
-                    dbapi.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-                yield Tx(dbapi, None)
-                if atomic:
-                    dbapi.commit()
-            elif atomic:
-                yield Tx(dbapi, None)  # psycopg begins the transaction with the first statement
-                dbapi.commit()
-            else:
-                dbapi.autocommit = True
+        Raises:
+            StoreError: the database or the pool failed (chained from the driver error);
+                :class:`ConnectionLost` when the connection broke.
+        """
+        with self._write_lock if write or self._memory else nullcontext():
+            if with_connection:
                 try:
-                    yield Tx(dbapi, None)
-                finally:
-                    dbapi.autocommit = False
-        except BaseException as exc:
-            _abandon(engine, fairy, dbapi, exc)
-            if isinstance(exc, dbapi_error):
-                raise store_error(what, exc) from driver_error(exc)
-            raise
-        finally:
+                    with self.engine.begin() as conn:
+                        yield Tx(conn.connection.driver_connection, conn)
+                except (SQLAlchemyError, self._error) as exc:
+                    lost = isinstance(exc, DBAPIError) and exc.connection_invalidated
+                    raise store_error(what, exc, lost=lost) from driver_error(exc)
+                return
+            fairy, dbapi = self._checkout(what)
+            healthy = False
+            try:
+                yield from self._run(dbapi, write=write, atomic=atomic)
+                healthy = True
+            except BaseException as exc:
+                lost = self._abandon(fairy, dbapi, exc)
+                healthy = not lost and not isinstance(exc, self._error)
+                if isinstance(exc, self._error):
+                    raise store_error(what, exc, lost=lost) from driver_error(exc)
+                raise
+            finally:
+                self._checkin(fairy, dbapi, healthy)
+
+    def _run(self, dbapi: Any, *, write: bool, atomic: bool) -> Iterator[Tx]:
+        if self._sqlite:
+            # The store's SQLite connections have sqlite3's own transaction handling switched
+            # off: without BEGIN every statement commits by itself.
+            if atomic:
+                dbapi.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            yield Tx(dbapi, None)
+            if atomic:
+                dbapi.commit()
+        elif atomic:
+            yield Tx(dbapi, None)  # psycopg begins the transaction with the first statement
+            dbapi.commit()
+        else:
+            dbapi.autocommit = True
+            try:
+                yield Tx(dbapi, None)
+            finally:
+                dbapi.autocommit = False
+
+    def _checkout(self, what: str) -> tuple[Any, Any]:
+        if self._idle:
+            try:
+                return None, self._idle.pop()
+            except IndexError:  # another thread took the last one
+                pass
+        try:
+            fairy = self.engine.raw_connection()
+        except (SQLAlchemyError, self._error) as exc:
+            raise store_error(what, exc) from driver_error(exc)
+        dbapi = fairy.driver_connection
+        if self._keep_connections:
+            fairy.detach()  # from now on the connection is ours, not the pool's
+            return None, dbapi
+        return fairy, dbapi
+
+    def _checkin(self, fairy: Any, dbapi: Any, healthy: bool) -> None:
+        if fairy is not None:
             fairy.close()
+        elif healthy and not self._closed:
+            self._idle.append(dbapi)
+        else:
+            dbapi.close()
 
-
-def _abandon(engine: Engine, fairy: Any, dbapi: Any, exc: BaseException) -> None:
-    # Roll back what the block did; a connection the driver calls broken leaves the pool.
-    if isinstance(exc, engine.dialect.loaded_dbapi.Error) and engine.dialect.is_disconnect(exc, dbapi, None):
-        fairy.invalidate(exc)
-        return
-    try:
-        dbapi.rollback()
-    except engine.dialect.loaded_dbapi.Error as rollback_exc:
-        fairy.invalidate(rollback_exc)
+    def _abandon(self, fairy: Any, dbapi: Any, exc: BaseException) -> bool:
+        # Roll back what the block did; returns whether the connection was lost.
+        if isinstance(exc, self._error) and self.engine.dialect.is_disconnect(exc, dbapi, None):  # type: ignore[arg-type]
+            if fairy is not None:
+                fairy.invalidate(exc)
+            return True
+        try:
+            dbapi.rollback()
+        except self._error as rollback_exc:
+            if fairy is not None:
+                fairy.invalidate(rollback_exc)
+            return True
+        return False
