@@ -25,7 +25,7 @@ from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.pregel import Pregel
-from langgraph.types import RetryPolicy, Send
+from langgraph.types import Command, RetryPolicy, Send
 
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.nodes import (
@@ -83,14 +83,21 @@ def reset_counts() -> None:
 
 
 def approval_graph(
-    *, retry: bool = False, flaky: bool = False, kill_hook: bool = False, **approval: Any
+    *,
+    retry: bool = False,
+    flaky: bool = False,
+    kill_hook: bool = False,
+    routed: bool = False,
+    **approval: Any,
 ) -> Pregel:
     """``write -> review -> publish``; ``review`` holds a ``request_approval`` gate.
 
     ``revise`` has no incoming edge: only a rejection route reaches it. ``approval`` is passed to
     ``request_approval`` (actions, quorum settings, approvers, timeout, ...). ``retry`` gives
     ``review`` a ``RetryPolicy(max_attempts=3, retry_on=Exception)``; ``flaky`` makes ``review``
-    raise a ``RuntimeError`` once, after its gate returned.
+    raise a ``RuntimeError`` once, after its gate returned. ``routed`` makes ``review`` choose its
+    successor itself (``Command(goto="publish")``, no static edge), as a gate with a rejection
+    route must.
     """
 
     def write(state: State) -> State:
@@ -108,7 +115,7 @@ def approval_graph(
             bump("review:flaked")
             raise RuntimeError("a transient failure after the gate")
         bump("review:past")
-        return {
+        update: State = {
             "log": ["review"],
             "result": {
                 "action": decision.action,
@@ -118,6 +125,7 @@ def approval_graph(
                 "editedArtifactData": decision.edited_artifact_data,
             },
         }
+        return Command(goto="publish", update=update) if routed else update  # type: ignore[return-value]
 
     def publish(state: State) -> State:
         bump("publish")
@@ -138,7 +146,8 @@ def approval_graph(
     g.add_node("revise", revise)
     g.add_edge(START, "write")
     g.add_edge("write", "review")
-    g.add_edge("review", "publish")
+    if not routed:
+        g.add_edge("review", "publish")
     g.add_edge("publish", END)
     g.add_edge("revise", END)
     return g.compile()

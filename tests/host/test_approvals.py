@@ -107,7 +107,7 @@ def test_retry_policy_still_retries_ordinary_errors_without_asking_again(host: W
 
 
 def test_rejection_route_continues_at_the_named_node(host: WopHost) -> None:
-    run_id, _ = start(host, approval_graph(), rejection_routes={"review": "revise"})
+    run_id, _ = start(host, approval_graph(routed=True), rejection_routes={"review": "revise"})
     result = host.resolve(run_id, "review", {"action": "reject"}, ALICE)
     assert result["status"] == "completed"
     assert count("revise") == 1
@@ -118,10 +118,23 @@ def test_rejection_route_continues_at_the_named_node(host: WopHost) -> None:
     assert not payloads(events(host, run_id), "run.failed")
 
 
+def test_routed_gate_accepting_continues_on_its_own_path(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(routed=True), rejection_routes={"review": "revise"})
+    assert host.resolve(run_id, "review", {"action": "accept"}, ALICE)["status"] == "completed"
+    assert (count("publish"), count("revise")) == (1, 0)
+
+
+def test_rejection_route_on_a_gate_with_a_static_edge_is_refused(make_host: HostFactory) -> None:
+    # A static edge would fire on rejection too (LangGraph adds a Command's goto to static edges).
+    host = make_host()
+    with pytest.raises(ValidationError, match="Command"):
+        host.register("wf", approval_graph(), rejection_routes={"review": "revise"})
+
+
 def test_rejection_route_to_an_unknown_node_is_refused(make_host: HostFactory) -> None:
     host = make_host()
     with pytest.raises(ValidationError):
-        host.register("wf", approval_graph(), rejection_routes={"review": "nowhere"})
+        host.register("wf", approval_graph(routed=True), rejection_routes={"review": "nowhere"})
 
 
 def test_refine_delivers_refine_feedback(host: WopHost) -> None:

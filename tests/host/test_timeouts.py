@@ -53,7 +53,7 @@ def test_approval_without_timeout_never_expires(host: WopHost) -> None:
 
 
 def test_timed_out_approval_follows_its_rejection_route(host: WopHost) -> None:
-    run_id, _ = start(host, approval_graph(timeout=60), rejection_routes={"review": "revise"})
+    run_id, _ = start(host, approval_graph(timeout=60, routed=True), rejection_routes={"review": "revise"})
     assert host.sweep(now=later()) == 1
     assert count("revise") == 1
     assert host.snapshot(run_id)["status"] == "completed"

@@ -18,11 +18,6 @@ from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, Va
 
 ACCEPT = {"action": "accept"}
 
-#: KNOWN CONFLICT (reported): ARCHITECTURE.md names a subgraph node ``parent/child``, but the official
-#: ``ids.schema.json#/$defs/nodeId`` is ``^[A-Za-z0-9._~:-]{1,128}$`` and admits no ``/``. The
-#: subgraph tests set aside exactly that failure; the xfail test below pins it.
-SLASH_NODE_ID = r"'parent/child' does not match"
-
 
 @pytest.mark.parametrize("order", [("left", "right"), ("right", "left")])
 def test_two_gates_in_one_step_resolve_independently(host: WopHost, order: tuple[str, str]) -> None:
@@ -49,36 +44,24 @@ def test_two_gates_in_one_step_resolve_independently(host: WopHost, order: tuple
     assert sorted(completed["outputs"]["log"]) == ["join", "left:accept", "right:accept"]
 
 
-def test_subgraph_gate_is_addressed_as_parent_slash_child(host: WopHost, schema_waivers: list[str]) -> None:
-    schema_waivers.append(SLASH_NODE_ID)
+def test_subgraph_gate_is_addressed_as_parent_dot_child(host: WopHost) -> None:
+    # "parent.child": the official nodeId grammar admits no "/" (ids.schema.json#/$defs/nodeId).
     run_id, snapshot = start(host, subgraph_graph())
     assert snapshot["status"] == "waiting-approval"
-    assert snapshot["currentNodeId"] == "parent/child"
+    assert snapshot["currentNodeId"] == "parent.child"
     gate = only_pending(host, run_id)
-    assert gate.node_id == "parent/child"
-    assert gate.key == f"{run_id}:parent/child:0:0"
+    assert gate.node_id == "parent.child"
+    assert gate.key == f"{run_id}:parent.child:0:0"
     with pytest.raises(NotFound):
         host.resolve(run_id, "child", ACCEPT, ALICE)
 
-    assert host.resolve(run_id, "parent/child", ACCEPT, ALICE)["status"] == "completed"
-    docs = events(host, run_id, waive=[SLASH_NODE_ID])
+    assert host.resolve(run_id, "parent.child", ACCEPT, ALICE)["status"] == "completed"
+    docs = events(host, run_id)
     assert len(payloads(docs, "interrupt.requested")) == 1  # not again for the parent's copy
     (resolved,) = payloads(docs, "interrupt.resolved")
-    assert resolved["nodeId"] == "parent/child"
+    assert resolved["nodeId"] == "parent.child"
     assert count("child:past") == 1
     assert count("after") == 1
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="reported conflict: nodeId 'parent/child' is outside ids.schema.json#/$defs/nodeId",
-)
-def test_subgraph_events_are_valid_against_the_official_node_id(
-    host: WopHost, schema_waivers: list[str]
-) -> None:
-    schema_waivers.append(SLASH_NODE_ID)
-    run_id, _ = start(host, subgraph_graph())
-    events(host, run_id)
 
 
 def test_send_fan_out_gates_are_each_resolvable_by_key(host: WopHost) -> None:

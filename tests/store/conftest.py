@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata, empty_checkpoint
-
 from tests.conftest import create_postgres_database, drop_postgres_database
+
 from wop_langgraph.store import AsyncSQLModelSaver, SQLModelSaver
 
 BACKEND_PARAMS = [pytest.param("sqlite"), pytest.param("postgres", marks=pytest.mark.postgres)]

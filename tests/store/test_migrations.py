@@ -6,12 +6,12 @@ import threading
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, column, inspect, insert, select, table, text
+from sqlalchemy import Connection, Engine, column, insert, inspect, select, table, text
 from sqlmodel import SQLModel
+from tests.store.conftest import config_of, new_thread, put_chain
 
 import wop_langgraph.store.checkpoint_tables
-import wop_langgraph.store.run_tables  # noqa: F401  (registers the run tables on SQLModel.metadata)
-from tests.store.conftest import config_of, new_thread, put_chain
+import wop_langgraph.store.run_tables
 from wop_langgraph.protocol.errors import StoreError
 from wop_langgraph.store import SQLModelSaver, migrations
 from wop_langgraph.store.engine import make_engine
@@ -54,7 +54,8 @@ def _describe_database(conn: Connection, name: str) -> dict[str, Any]:
     inspector = inspect(conn)
     return {
         "columns": {
-            c["name"]: (c["type"].compile(dialect=conn.dialect), c["nullable"]) for c in inspector.get_columns(name)
+            c["name"]: (c["type"].compile(dialect=conn.dialect), c["nullable"])
+            for c in inspector.get_columns(name)
         },
         "primary_key": inspector.get_pk_constraint(name)["constrained_columns"],
         "indexes": {

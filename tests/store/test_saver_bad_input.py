@@ -14,8 +14,8 @@ from typing import Any
 import psycopg
 import pytest
 from sqlalchemy import func, select, text, update
-
 from tests.store.conftest import config_of, make_checkpoint, new_thread, put_chain
+
 from wop_langgraph.protocol.errors import StoreError, ValidationError
 from wop_langgraph.store import SQLModelSaver
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table, checkpoints_table
@@ -48,12 +48,16 @@ def _corrupt(saver: SQLModelSaver, table: Any, thread: str, **values: Any) -> No
         conn.execute(update(table).where(table.c.thread_id == thread).values(**values))
 
 
-def test_a_corrupt_checkpoint_blob_is_a_store_error_naming_the_row(shared_saver: SQLModelSaver, witness: Any) -> None:
+def test_a_corrupt_checkpoint_blob_is_a_store_error_naming_the_row(
+    shared_saver: SQLModelSaver, witness: Any
+) -> None:
     thread = new_thread()
     put_chain(shared_saver, thread, 1)
     _corrupt(shared_saver, checkpoints_table, thread, checkpoint=b"\xc1\xc1 not msgpack")
 
-    with pytest.raises(StoreError, match=rf"cannot read checkpoint .* of thread '{thread}'.*'msgpack' blob") as caught:
+    with pytest.raises(
+        StoreError, match=rf"cannot read checkpoint .* of thread '{thread}'.*'msgpack' blob"
+    ) as caught:
         shared_saver.get_tuple(config_of(thread))
     assert caught.value.__cause__ is not None
     with pytest.raises(StoreError):
@@ -150,9 +154,9 @@ def test_unstorable_metadata_is_refused(shared_saver: SQLModelSaver, metadata: A
 
 
 def test_missing_config_parts_are_validation_errors(shared_saver: SQLModelSaver) -> None:
-    with pytest.raises(ValidationError, match="no configurable.thread_id"):
+    with pytest.raises(ValidationError, match=r"no configurable\.thread_id"):
         shared_saver.get_tuple({"configurable": {}})
-    with pytest.raises(ValidationError, match="needs configurable.checkpoint_id"):
+    with pytest.raises(ValidationError, match=r"needs configurable\.checkpoint_id"):
         shared_saver.put_writes(config_of(new_thread()), [("w", 1)], "task")
     if shared_saver.engine.dialect.name == "sqlite":
         # SQLite filters through a JSON path built from the key, which a quote would break.
@@ -186,7 +190,9 @@ def test_a_closed_saver_refuses_with_a_store_error(db_url: str) -> None:
 
 
 def test_an_unreachable_postgres_is_a_store_error_from_the_driver() -> None:
-    saver = SQLModelSaver.from_url("postgresql://postgres@127.0.0.1:1/nowhere", connect_args={"connect_timeout": 3})
+    saver = SQLModelSaver.from_url(
+        "postgresql://postgres@127.0.0.1:1/nowhere", connect_args={"connect_timeout": 3}
+    )
     try:
         with pytest.raises(StoreError, match="setup failed in the database: OperationalError") as caught:
             saver.setup()

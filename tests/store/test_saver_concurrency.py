@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
-
 from tests.store.conftest import config_of, make_checkpoint, new_thread, put_chain
+
 from wop_langgraph.store import AsyncSQLModelSaver, SQLModelSaver
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table, checkpoints_table
 

@@ -15,8 +15,8 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-
 from tests.store.conftest import new_thread
+
 from wop_langgraph.store import AsyncSQLModelSaver, SQLModelSaver
 
 Durability = Literal["sync", "async", "exit"]
@@ -90,7 +90,9 @@ def _values(interrupts: Sequence[Any]) -> list[Any]:
 
 
 @pytest.mark.parametrize("durability", DURABILITY)
-def test_second_question_replaces_the_first_in_get_state(shared_saver: SQLModelSaver, durability: Durability) -> None:
+def test_second_question_replaces_the_first_in_get_state(
+    shared_saver: SQLModelSaver, durability: Durability
+) -> None:
     graph, config = _two_questions(shared_saver), _config(new_thread())
 
     [first] = graph.invoke({"a": "", "b": ""}, config, durability=durability)["__interrupt__"]
@@ -181,7 +183,9 @@ def test_a_second_saver_on_another_engine_resumes_the_run(
         assert other.engine is not shared_saver.engine
         graph = _two_questions(other)
         assert [i.id for i in graph.get_state(config).interrupts] == [asked.id]
-        [second] = graph.invoke(Command(resume={asked.id: "A1"}), config, durability=durability)["__interrupt__"]
+        [second] = graph.invoke(Command(resume={asked.id: "A1"}), config, durability=durability)[
+            "__interrupt__"
+        ]
         final = graph.invoke(Command(resume={second.id: "A2"}), config, durability=durability)
         assert final == {"a": "A1", "b": "A2"}
     finally:

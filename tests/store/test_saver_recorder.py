@@ -14,8 +14,8 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Interrupt, interrupt
 from sqlalchemy import Connection, func, insert, select
-
 from tests.store.conftest import config_of, new_thread, put_chain
+
 from wop_langgraph.store import AsyncSQLModelSaver, SQLModelSaver, WriteBatch
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table
 from wop_langgraph.store.run_tables import EventRow
@@ -64,7 +64,9 @@ class EventRecorder:
 
 def _events(saver: SQLModelSaver, thread: str) -> list[dict[str, Any]]:
     with saver.engine.connect() as conn:
-        rows = conn.execute(select(events.c.payload).where(events.c.run_id == thread).order_by(events.c.sequence))
+        rows = conn.execute(
+            select(events.c.payload).where(events.c.run_id == thread).order_by(events.c.sequence)
+        )
         return [row.payload for row in rows]
 
 
@@ -111,7 +113,9 @@ def test_recorder_runs_in_the_write_transaction_and_commits_with_it(
         saver.close()
 
 
-def test_a_failing_recorder_leaves_nothing_of_the_batch(module_db_url: str, shared_saver: SQLModelSaver) -> None:
+def test_a_failing_recorder_leaves_nothing_of_the_batch(
+    module_db_url: str, shared_saver: SQLModelSaver
+) -> None:
     thread = new_thread()
     [config] = put_chain(shared_saver, thread, 1)
     shared_saver.put_writes(config, [("before", 1)], "earlier-task")
@@ -140,7 +144,9 @@ async def test_the_async_saver_keeps_the_same_rule(module_db_url: str, shared_sa
     try:
         await async_good.aput_writes(config, [("__interrupt__", (Interrupt(value="a", id="a" * 32),))], "t1")
         with pytest.raises(RuntimeError):
-            await async_bad.aput_writes(config, [("__interrupt__", (Interrupt(value="b", id="b" * 32),))], "t2")
+            await async_bad.aput_writes(
+                config, [("__interrupt__", (Interrupt(value="b", id="b" * 32),))], "t2"
+            )
     finally:
         async_good.close()
         async_bad.close()

@@ -16,8 +16,8 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
 from pydantic import BaseModel
 from sqlalchemy import select
-
 from tests.store.conftest import config_of, make_checkpoint, new_thread, put_chain
+
 from wop_langgraph.protocol.errors import StoreError
 from wop_langgraph.store import SQLModelSaver
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table, checkpoints_table
@@ -47,7 +47,9 @@ RICH: dict[str, Any] = {
 }
 
 
-def test_rich_values_round_trip_in_checkpoints_and_writes(shared_saver: SQLModelSaver, module_db_url: str) -> None:
+def test_rich_values_round_trip_in_checkpoints_and_writes(
+    shared_saver: SQLModelSaver, module_db_url: str
+) -> None:
     thread = new_thread()
     config = shared_saver.put(config_of(thread), make_checkpoint(RICH), {"source": "loop", "step": 0}, {})
     shared_saver.put_writes(config, [(name, value) for name, value in RICH.items()], "task")
@@ -93,7 +95,12 @@ def test_graph_state_with_messages_and_models_survives_interrupt_and_resume(
     config = config_of(new_thread())
     invoice = RICH["invoice"]
     [asked] = _chat_graph(shared_saver).invoke(
-        {"messages": [HumanMessage(content="pay?")], "approved_at": None, "invoice": invoice, "trail": [b"asked"]},
+        {
+            "messages": [HumanMessage(content="pay?")],
+            "approved_at": None,
+            "invoice": invoice,
+            "trail": [b"asked"],
+        },
         config,
     )["__interrupt__"]
     assert asked.value == {"invoice": invoice}
@@ -105,7 +112,11 @@ def test_graph_state_with_messages_and_models_survives_interrupt_and_resume(
     finally:
         other.close()
     assert [m.content for m in final["messages"]] == ["pay?", "approved by alice"]
-    assert final["approved_at"] == at and final["invoice"] == invoice and final["trail"] == [b"asked", b"approved"]
+    assert (
+        final["approved_at"] == at
+        and final["invoice"] == invoice
+        and final["trail"] == [b"asked", b"approved"]
+    )
 
 
 def _encrypted(url: str, key: bytes) -> SQLModelSaver:
@@ -121,17 +132,24 @@ def test_encrypted_rows_are_sealed_and_need_the_key(shared_saver: SQLModelSaver,
         saver.put_writes(config, [("secret", "write-only secret"), ("__interrupt__", ["sealed?"])], "task")
         found = saver.get_tuple(config)
         assert found is not None and found.checkpoint["channel_values"] == {"secret": "launch code 0000"}
-        assert found.pending_writes == [("task", "__interrupt__", ["sealed?"]), ("task", "secret", "write-only secret")]
+        assert found.pending_writes == [
+            ("task", "__interrupt__", ["sealed?"]),
+            ("task", "secret", "write-only secret"),
+        ]
     finally:
         saver.close()
 
     with shared_saver.engine.connect() as conn:
-        rows = conn.execute(select(checkpoints_table.c.type, checkpoints_table.c.checkpoint).where(
-            checkpoints_table.c.thread_id == thread
-        )).all()
-        writes = conn.execute(select(checkpoint_writes_table.c.type, checkpoint_writes_table.c.blob).where(
-            checkpoint_writes_table.c.thread_id == thread
-        )).all()
+        rows = conn.execute(
+            select(checkpoints_table.c.type, checkpoints_table.c.checkpoint).where(
+                checkpoints_table.c.thread_id == thread
+            )
+        ).all()
+        writes = conn.execute(
+            select(checkpoint_writes_table.c.type, checkpoint_writes_table.c.blob).where(
+                checkpoint_writes_table.c.thread_id == thread
+            )
+        ).all()
     assert {row.type for row in rows} == {"msgpack+aes"} and {w.type for w in writes} == {"msgpack+aes"}
     assert all(b"launch code" not in bytes(r.checkpoint) for r in rows)
     assert all(b"secret" not in bytes(w.blob) for w in writes)

@@ -8,6 +8,7 @@ rule of what ``prune`` keeps.
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -15,12 +16,12 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP, writes_sort_key
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.pregel._task_status import CONTROL_WRITES
 from sqlalchemy import select, text
+from tests.store.conftest import config_of, make_checkpoint, new_thread, put_chain
 
 import wop_langgraph.store._saver_base as saver_base
-from tests.store.conftest import config_of, make_checkpoint, new_thread, put_chain
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store import AsyncSQLModelSaver, SQLModelSaver
-from wop_langgraph.store._saver_sql import CONTROL_CHANNELS, NULL_TASK_ID
+from wop_langgraph.store._saver_sql import CONTROL_CHANNELS, NULL_TASK_ID, WRITES_PER_STATEMENT
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table, checkpoints_table
 
 
@@ -117,21 +118,39 @@ def test_writes_are_attached_to_their_checkpoint_only(shared_saver: SQLModelSave
 def test_list_filters_by_namespace_metadata_before_and_limit(shared_saver: SQLModelSaver) -> None:
     thread = new_thread()
     root = put_chain(
-        shared_saver, thread, 5, metadata=lambda i: {"source": "input" if i % 2 == 0 else "loop", "score": i * 10}
+        shared_saver,
+        thread,
+        5,
+        metadata=lambda i: {"source": "input" if i % 2 == 0 else "loop", "score": i * 10},
     )
     child = put_chain(shared_saver, thread, 2, checkpoint_ns="sub:1")
     ids = [c["configurable"]["checkpoint_id"] for c in root]
 
     listed = [t.checkpoint["id"] for t in shared_saver.list(config_of(thread))]
     assert listed == list(reversed(ids))
-    everything = [t.config["configurable"]["checkpoint_id"] for t in shared_saver.list({"configurable": {"thread_id": thread}})]
+    everything = [
+        t.config["configurable"]["checkpoint_id"]
+        for t in shared_saver.list({"configurable": {"thread_id": thread}})
+    ]
     assert sorted(everything, reverse=True) == everything
     assert set(everything) == set(ids) | {c["configurable"]["checkpoint_id"] for c in child}
-    assert [t.metadata["step"] for t in shared_saver.list(config_of(thread), filter={"source": "input"})] == [4, 2, 0]
-    assert [t.metadata["step"] for t in shared_saver.list(config_of(thread), filter={"source": "loop", "score": 30})] == [3]
+    assert [t.metadata["step"] for t in shared_saver.list(config_of(thread), filter={"source": "input"})] == [
+        4,
+        2,
+        0,
+    ]
+    assert [
+        t.metadata["step"]
+        for t in shared_saver.list(config_of(thread), filter={"source": "loop", "score": 30})
+    ] == [3]
     assert list(shared_saver.list(config_of(thread), filter={"score": "30"})) == []
-    assert [t.checkpoint["id"] for t in shared_saver.list(config_of(thread), before=root[3], limit=2)] == [ids[2], ids[1]]
-    assert [t.checkpoint["id"] for t in shared_saver.list(config_of(thread, checkpoint_id=ids[1]))] == [ids[1]]
+    assert [t.checkpoint["id"] for t in shared_saver.list(config_of(thread), before=root[3], limit=2)] == [
+        ids[2],
+        ids[1],
+    ]
+    assert [t.checkpoint["id"] for t in shared_saver.list(config_of(thread, checkpoint_id=ids[1]))] == [
+        ids[1]
+    ]
     assert len(list(shared_saver.list(config_of(thread, "sub:1")))) == 2
 
 
@@ -166,7 +185,9 @@ def test_list_without_config_lists_every_thread(saver: SQLModelSaver) -> None:
     put_chain(saver, a, 2)
     put_chain(saver, b, 1, metadata=lambda _: {"source": "update"})
     assert {t.config["configurable"]["thread_id"] for t in saver.list(None)} == {a, b}
-    assert [t.config["configurable"]["thread_id"] for t in saver.list(None, filter={"source": "update"})] == [b]
+    assert [t.config["configurable"]["thread_id"] for t in saver.list(None, filter={"source": "update"})] == [
+        b
+    ]
 
 
 def test_delete_thread_removes_every_namespace_and_nothing_else(shared_saver: SQLModelSaver) -> None:
@@ -180,7 +201,9 @@ def test_delete_thread_removes_every_namespace_and_nothing_else(shared_saver: SQ
 
     assert list(shared_saver.list({"configurable": {"thread_id": doomed}})) == []
     with shared_saver.engine.connect() as conn:
-        orphans = conn.execute(select(checkpoint_writes_table).where(checkpoint_writes_table.c.thread_id == doomed))
+        orphans = conn.execute(
+            select(checkpoint_writes_table).where(checkpoint_writes_table.c.thread_id == doomed)
+        )
         assert orphans.all() == []
     assert len(list(shared_saver.list({"configurable": {"thread_id": kept}}))) == 2
     assert _pending(shared_saver, config_of(kept)) == [("task", "w", 1)]
@@ -197,7 +220,9 @@ def test_delete_for_runs_removes_those_checkpoints_and_their_writes(shared_saver
 
     assert [t.metadata["run_id"] for t in shared_saver.list(config_of(thread))] == [run_b]
     with shared_saver.engine.connect() as conn:
-        left = conn.execute(select(checkpoint_writes_table.c.task_id).where(checkpoint_writes_table.c.thread_id == thread))
+        left = conn.execute(
+            select(checkpoint_writes_table.c.task_id).where(checkpoint_writes_table.c.thread_id == thread)
+        )
         assert left.all() == []
 
 
@@ -219,7 +244,9 @@ def test_copy_thread_copies_the_whole_chain_with_writes(shared_saver: SQLModelSa
     assert len(copied) == 4
     assert [(ns, cid, w) for ns, cid, _, w in copied] == [(ns, cid, w) for ns, cid, _, w in summary(source)]
     latest = shared_saver.get_tuple(config_of(target))
-    assert latest is not None and latest.parent_config == config_of(target, "", configs[1]["configurable"]["checkpoint_id"])
+    assert latest is not None and latest.parent_config == config_of(
+        target, "", configs[1]["configurable"]["checkpoint_id"]
+    )
 
     with pytest.raises(ValidationError, match="already has checkpoints"):
         shared_saver.copy_thread(source, target)
@@ -250,7 +277,9 @@ def test_prune_keep_latest_and_delete(shared_saver: SQLModelSaver) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["keep_latest", "delete"])
-def test_prune_keeps_checkpoints_that_own_a_pending_interrupt(shared_saver: SQLModelSaver, strategy: str) -> None:
+def test_prune_keeps_checkpoints_that_own_a_pending_interrupt(
+    shared_saver: SQLModelSaver, strategy: str
+) -> None:
     thread = new_thread()
     c = put_chain(shared_saver, thread, 6)
     # c[0]: asked, never answered -> pending.
@@ -337,8 +366,34 @@ def test_rows_hold_opaque_serde_pairs_and_json_metadata(shared_saver: SQLModelSa
     shared_saver.put_writes(config, [("w", {"k": 1})], "task")
     with shared_saver.engine.connect() as conn:
         row = conn.execute(select(checkpoints_table).where(checkpoints_table.c.thread_id == thread)).one()
-        write = conn.execute(select(checkpoint_writes_table).where(checkpoint_writes_table.c.thread_id == thread)).one()
+        write = conn.execute(
+            select(checkpoint_writes_table).where(checkpoint_writes_table.c.thread_id == thread)
+        ).one()
     assert row.type == "msgpack" and isinstance(row.checkpoint, bytes)
     assert row.metadata == {"source": "loop", "step": 0, "parents": {}, "run_id": "run-x"}
     assert row.run_id == "run-x"
     assert (write.channel, write.type, write.idx) == ("w", "msgpack", 0)
+
+
+def test_a_batch_larger_than_one_statement_is_stored_whole(shared_saver: SQLModelSaver) -> None:
+    [config] = put_chain(shared_saver, new_thread(), 1)
+    writes = [(f"fan-out-{i}", i) for i in range(WRITES_PER_STATEMENT * 2 + 7)] + [("__interrupt__", ["q"])]
+    shared_saver.put_writes(config, writes, "sender", "~__pregel_pull, fan")
+    pending = _pending(shared_saver, config)
+    assert len(pending) == len(writes)
+    assert pending[0] == ("sender", "__interrupt__", ["q"])
+    assert sorted(value for _, channel, value in pending if channel != "__interrupt__") == list(
+        range(len(writes) - 1)
+    )
+
+
+def test_an_in_memory_database_serves_threads_through_its_one_connection() -> None:
+    saver = SQLModelSaver.from_url("sqlite://")
+    try:
+        saver.setup()
+        threads = [new_thread() for _ in range(4)]
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda t: put_chain(saver, t, 20), threads))
+        assert [len(list(saver.list(config_of(t)))) for t in threads] == [20] * 4
+    finally:
+        saver.close()

@@ -49,9 +49,10 @@ class GraphRegistry:
                 "static breakpoints (interrupt_before/interrupt_after) cannot be resolved through OpenWOP; "
                 "call request_approval() (or another node API function) inside the node instead"
             )
-        unknown = sorted(set(rejection_routes.values()) - set(graph.nodes))
+        unknown = sorted((set(rejection_routes) | set(rejection_routes.values())) - set(graph.nodes))
         if unknown:
             raise ValidationError(f"rejection routes name unknown nodes: {', '.join(unknown)}")
+        _refuse_fixed_successors(graph, rejection_routes)
         nodes = {
             name: node.copy({"retry_policy": _never_retry_rejection(node.retry_policy)})
             for name, node in graph.nodes.items()
@@ -68,6 +69,26 @@ class GraphRegistry:
 
     def __contains__(self, workflow_id: object) -> bool:
         return workflow_id in self._graphs
+
+
+def _refuse_fixed_successors(graph: Pregel[Any, Any, Any, Any], routes: Mapping[str, str]) -> None:
+    """Refuse a routed gate that has static or conditional outgoing edges.
+
+    LangGraph adds a ``Command``'s ``goto`` to a node's edges instead of replacing them, so a
+    rejection routed to ``revise`` would also run the gate's ordinary successor: a rejected gate
+    must satisfy no ordinary edge (interrupt.md §Rejection). Such a gate chooses its successor
+    itself: it returns ``Command(goto=...)`` on success.
+    """
+    builder = getattr(graph, "builder", None)
+    if builder is None:
+        return
+    for node in routes:
+        fixed = sorted(end for start, end in getattr(builder, "edges", ()) if start == node)
+        if fixed or getattr(builder, "branches", {}).get(node):
+            raise ValidationError(
+                f"node {node!r} has a rejection route, so it must choose its own successor: remove its "
+                f"edges ({', '.join(fixed) or 'conditional'}) and return Command(goto=...) on success"
+            )
 
 
 def _never_retry_rejection(policy: Any) -> Any:

@@ -284,7 +284,7 @@ class Resolver:
             data = target.payload["data"]
             turn = data.get("turnIndex")
             if turn is None:
-                turn = self._turns_so_far(target.run_id, data["conversationId"])
+                turn = _turns_so_far(conn, target.run_id, data["conversationId"])
             exchanged: dict[str, Any] = {"conversationId": data["conversationId"], "turnIndex": turn}
             if resume_value is not None:
                 exchanged["outcome"] = resume_value
@@ -301,17 +301,6 @@ class Resolver:
         if not won:
             raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
         append_events(conn, target.run_id, events, now=now)
-
-    def _turns_so_far(self, run_id: str, conversation_id: str) -> int:
-        """How many exchanges of this conversation were already answered."""
-        with self._host.engine.connect() as conn:
-            rows = interrupts_of_run(conn, run_id, statuses=["resolved"])
-        return sum(
-            1
-            for r in rows
-            if r.kind == "conversation.exchange"
-            and r.payload["data"].get("conversationId") == conversation_id
-        )
 
     def sweep(self, now: datetime) -> int:
         """Time out expired pending interrupts (see ``WopHost.sweep``)."""
@@ -333,6 +322,20 @@ class Resolver:
         for run_id in sorted(runs):
             self._host._drive(run_id)
         return timed_out
+
+
+def _turns_so_far(conn: Connection, run_id: str, conversation_id: str) -> int:
+    """How many exchanges of this conversation were already answered.
+
+    Reads through the claim's own connection: a second connection would wait for the claim's
+    write transaction on SQLite (``BEGIN IMMEDIATE``) until the busy timeout.
+    """
+    rows = interrupts_of_run(conn, run_id, statuses=["resolved"])
+    return sum(
+        1
+        for r in rows
+        if r.kind == "conversation.exchange" and r.payload["data"].get("conversationId") == conversation_id
+    )
 
 
 def _approval_resolution(outcome: Tally, parsed: ApprovalResume) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Engine, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.host.driver import TERMINAL_STATUSES, GraphDriver, jsonable, resume_command
@@ -39,8 +39,9 @@ from wop_langgraph.store.interrupts import (
     cancel_pending,
     interrupts_of_run,
     mark_consumed,
+    resolved_unconsumed,
 )
-from wop_langgraph.store.run_tables import events_table, interrupts_table, runs_table
+from wop_langgraph.store.run_tables import events_table, runs_table
 from wop_langgraph.store.saver import SQLModelSaver
 
 __all__ = ["DEFAULT_ESCALATION_THRESHOLD", "WopHost"]
@@ -267,7 +268,7 @@ class WopHost:
     def recover(self) -> int:
         """Deliver every resolution that was claimed but never reached its graph; returns runs driven."""
         with self.engine.connect() as conn:
-            runs = _runs_with_undelivered(conn)
+            runs = sorted({r.run_id for r in resolved_unconsumed(conn)})
         for run_id in runs:
             self._drive(run_id)
         return len(runs)
@@ -286,13 +287,13 @@ class WopHost:
                     if row.status in TERMINAL_STATUSES:
                         return
                     with self.engine.connect() as conn:
-                        undelivered = _undelivered(conn, run_id)
+                        undelivered = resolved_unconsumed(conn, run_id)
                     if graph_input is None and not undelivered:
                         break
                     self._run_once(row, graph_input, undelivered)
                     graph_input = None
             with self.engine.connect() as conn:
-                if not _undelivered(conn, run_id):
+                if not resolved_unconsumed(conn, run_id):
                     return
 
     def _run_once(self, row: Any, graph_input: Any, undelivered: list[InterruptRecord]) -> None:
@@ -365,25 +366,6 @@ def _run_option(configurable: Any, name: str) -> Any:
         return None
     section = configurable.get("run")
     return section.get(name) if isinstance(section, dict) else None
-
-
-#: Claimed interrupts whose outcome the graph must still receive: answered ones, and expired ones
-#: (the timeout sweep claims those as ``expired``; their node must fail or route on resume).
-_DELIVERABLE = ("resolved", "expired")
-
-
-def _undelivered(conn: Connection, run_id: str) -> list[InterruptRecord]:
-    """The run's claimed interrupts (resolved or expired) not yet delivered to its graph."""
-    return [r for r in interrupts_of_run(conn, run_id, statuses=_DELIVERABLE) if r.consumed_at is None]
-
-
-def _runs_with_undelivered(conn: Connection) -> list[str]:
-    query = (
-        select(interrupts_table.c.run_id)
-        .where(interrupts_table.c.status.in_(_DELIVERABLE), interrupts_table.c.consumed_at.is_(None))
-        .distinct()
-    )
-    return sorted(str(run_id) for run_id in conn.execute(query).scalars())
 
 
 def _delivery(record: InterruptRecord) -> Delivery:

@@ -20,6 +20,7 @@ from wop_langgraph.protocol.errors import WopError
 
 __all__ = [
     "CONTEXT_KEY",
+    "NODE_PATH_SEPARATOR",
     "NodeCall",
     "RunContext",
     "current_call",
@@ -70,9 +71,14 @@ class NodeCall:
         self.context.emit(event_type, self.node_id, payload, event_id)
 
 
+#: Joins the node names of a subgraph path. The official nodeId grammar
+#: (``^[A-Za-z0-9._~:-]{1,128}$``) admits no ``/``, so a subgraph's node is ``parent.child``.
+NODE_PATH_SEPARATOR = "."
+
+
 def node_path(task_ns: str) -> str:
-    """The OpenWOP node id of a LangGraph task namespace: ``parent/child``, task ids stripped."""
-    return "/".join(part.split(":", 1)[0] for part in task_ns.split("|") if part)
+    """The OpenWOP node id of a LangGraph task namespace: ``parent.child``, task ids stripped."""
+    return NODE_PATH_SEPARATOR.join(part.split(":", 1)[0] for part in task_ns.split("|") if part)
 
 
 def stable_id(*parts: Any) -> str:

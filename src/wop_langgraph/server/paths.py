@@ -57,7 +57,7 @@ def run_id_from_path(segment: str, principal: Principal | None) -> str:
 
 
 def node_id_from_path(segment: str) -> str:
-    """Decode a ``nodeId`` path segment (a subgraph node's ``parent/child`` arrives as ``~2F``).
+    """Decode a ``nodeId`` path segment (``~XX`` escapes decoded).
 
     Raises:
         ValidationError: a bad escape, or an id outside the nodeId grammar.

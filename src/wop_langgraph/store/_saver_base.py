@@ -48,7 +48,6 @@ LIST_PAGE_SIZE = 100
 PING_AFTER_IDLE = 1.0
 
 
-
 class _Mode(NamedTuple):
     """How an operation runs: writes or not, one statement or several, retried or not."""
 
@@ -266,7 +265,9 @@ class SaverBase(BaseCheckpointSaver[str]):
                 details={"path": "strategy"},
             )
         if ids:
-            self._run(_WRITE, "prune", ops.prune, ids, "keep_latest" if strategy == "keep_latest" else "delete")
+            self._run(
+                _WRITE, "prune", ops.prune, ids, "keep_latest" if strategy == "keep_latest" else "delete"
+            )
 
     @property
     def _codec(self) -> Codec:
