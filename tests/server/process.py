@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,8 +25,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(db_url: str, *, target: str = "tests.server.graphs:WORKFLOWS", sweep: float = 0) -> Iterator[str]:
-    """A server process over ``db_url``; yields its base URL and stops it afterwards."""
+def served(
+    db_url: str,
+    *,
+    target: str = "tests.server.graphs:WORKFLOWS",
+    sweep: float = 0,
+    extra_args: Sequence[str] = (),
+) -> Iterator[str]:
+    """A server process over ``db_url``; yields its base URL and stops it afterwards.
+
+    ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``).
+    """
     port = free_port()
     env = {
         **os.environ,
@@ -46,6 +55,7 @@ def served(db_url: str, *, target: str = "tests.server.graphs:WORKFLOWS", sweep:
         str(port),
         "--log-level",
         "warning",
+        *extra_args,
     ]
     process = subprocess.Popen(command, env=env, cwd=REPO)
     base = f"http://127.0.0.1:{port}"

@@ -9,7 +9,9 @@ from langgraph.graph.state import CompiledStateGraph
 
 from wop_langgraph.nodes import request_approval
 
-__all__ = ["ReviewState", "build_review_graph"]
+__all__ = ["WORKFLOW_ID", "ReviewState", "build_review_graph", "workflows"]
+
+WORKFLOW_ID = "announcement-review"
 
 
 class ReviewState(TypedDict, total=False):
@@ -58,3 +60,8 @@ def build_review_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
     graph.add_edge("review", "publish")
     graph.add_edge("publish", END)
     return graph.compile()
+
+
+def workflows() -> dict[str, CompiledStateGraph[Any, Any, Any, Any]]:
+    """``{workflowId: graph}`` for ``wop-langgraph serve wop_langgraph.examples.review:workflows``."""
+    return {WORKFLOW_ID: build_review_graph()}

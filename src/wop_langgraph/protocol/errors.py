@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ApprovalRejected",
+    "CapabilityRequired",
     "Forbidden",
     "IdTenantMismatch",
     "IdempotencyInFlight",
@@ -33,7 +34,6 @@ __all__ = [
     "UnsupportedStreamMode",
     "ValidationError",
     "WopError",
-    "CapabilityRequired",
 ]
 
 

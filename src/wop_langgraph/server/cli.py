@@ -3,6 +3,8 @@
 ``ATTR`` is a compiled graph (served as the workflow named after ``ATTR``) or a dict
 ``{workflowId: graph}``. Configuration comes from ``WOP_*`` variables (see
 :class:`~wop_langgraph.server.Settings`); ``--db`` overrides ``WOP_DATABASE_URL``.
+``--conversations`` and ``--credentials`` enable the host's ``conversation.*`` node calls and
+``request_credential`` (``WopHost(..., conversations=True, credentials=True)``).
 """
 
 from __future__ import annotations
@@ -28,11 +30,20 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
+    parser.add_argument(
+        "--conversations", action="store_true", help="enable conversation.* node calls (off by default)"
+    )
+    parser.add_argument(
+        "--credentials", action="store_true", help="enable request_credential (off by default)"
+    )
     return parser
 
 
 def load_workflows(target: str) -> dict[str, Pregel[Any, Any, Any, Any]]:
     """Import ``MODULE:ATTR`` and return ``{workflowId: graph}``.
+
+    ``ATTR`` is a compiled graph (registered under the name ``ATTR``), a ``{workflowId: graph}``
+    dict, or a function without arguments returning either.
 
     Raises:
         SystemExit: a malformed target, a missing module or attribute, or something not a graph.
@@ -47,6 +58,8 @@ def load_workflows(target: str) -> dict[str, Pregel[Any, Any, Any, Any]]:
     value = getattr(module, attr, None)
     if value is None:
         raise SystemExit(f"serve: {module_name!r} has no attribute {attr!r}")
+    if callable(value) and not isinstance(value, Pregel):
+        value = value()  # a factory: build the graphs now, not when the module is imported
     if isinstance(value, Pregel):
         return {attr: value}
     if isinstance(value, Mapping) and value and all(isinstance(g, Pregel) for g in value.values()):
@@ -71,7 +84,9 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     except ConfigurationError as exc:
         print(f"wop-langgraph serve: {exc}", file=sys.stderr)
         return 2
-    host = WopHost.from_url(settings.database_url)
+    host = WopHost.from_url(
+        settings.database_url, conversations=args.conversations, credentials=args.credentials
+    )
     for workflow_id, graph in workflows.items():
         host.register(workflow_id, graph)
     app = create_app(host, settings)
