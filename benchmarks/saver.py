@@ -11,8 +11,8 @@ Savers: ``InMemorySaver``, LangGraph's ``SqliteSaver`` (a file on disk, its defa
 settings) and ``PostgresSaver`` (``from_conn_string``, its defaults), and ours,
 ``SQLModelSaver``, on a SQLite file and on PostgreSQL. Every PostgreSQL saver gets its own
 fresh database, dropped afterwards. Savers are measured in interleaved rounds (every saver
-once per round, the order rotating) and the median round is reported, so machine noise hits
-all of them alike.
+once per round, the order rotating); cycles/s is the median round, and each ratio the median
+of the per-round ratios, so a change of machine load between rounds cancels out.
 
 Usage::
 
@@ -172,9 +172,22 @@ def _measure(cycle: Callable[[Any], None], graph: Any, iterations: int) -> float
     return iterations / (time.perf_counter() - start)
 
 
+_PAIRS = {
+    "SQLModelSaver[sqlite] / SqliteSaver": ("SQLModelSaver[sqlite]", "SqliteSaver"),
+    "SQLModelSaver[sqlite] / InMemorySaver": ("SQLModelSaver[sqlite]", "InMemorySaver"),
+    "SQLModelSaver[postgres] / PostgresSaver": ("SQLModelSaver[postgres]", "PostgresSaver"),
+}
+
+
 def run(iterations: int, rounds: int, warmup: int, postgres_url: str | None) -> dict[str, Any]:
-    """Measure every saver on every workload; returns cycles/s (median of rounds) and ratios."""
-    results: dict[str, dict[str, float]] = {w: {} for w in WORKLOADS}
+    """Measure every saver on every workload.
+
+    Returns cycles/s (median of the rounds) and ratios. A ratio is the median of the
+    per-round ratios: both savers of a pair ran back to back in the same round, so a change
+    in machine load between rounds cancels out.
+    """
+    results: dict[str, dict[str, float]] = {}
+    ratios: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="wop-bench-") as tmp, _savers(Path(tmp), postgres_url) as savers:
         for workload in WORKLOADS:
             build, cycle = _GRAPHS[workload]
@@ -188,16 +201,11 @@ def run(iterations: int, rounds: int, warmup: int, postgres_url: str | None) -> 
                 for name in names[r % len(names) :] + names[: r % len(names)]:
                     samples[name].append(_measure(cycle, graphs[name], iterations))
             results[workload] = {name: statistics.median(s) for name, s in samples.items()}
-    ratios: dict[str, dict[str, float]] = {}
-    for workload, figures in results.items():
-        pairs = {
-            "SQLModelSaver[sqlite] / SqliteSaver": ("SQLModelSaver[sqlite]", "SqliteSaver"),
-            "SQLModelSaver[sqlite] / InMemorySaver": ("SQLModelSaver[sqlite]", "InMemorySaver"),
-            "SQLModelSaver[postgres] / PostgresSaver": ("SQLModelSaver[postgres]", "PostgresSaver"),
-        }
-        ratios[workload] = {
-            label: figures[a] / figures[b] for label, (a, b) in pairs.items() if a in figures and b in figures
-        }
+            ratios[workload] = {
+                label: statistics.median(x / y for x, y in zip(samples[a], samples[b], strict=True))
+                for label, (a, b) in _PAIRS.items()
+                if a in samples and b in samples
+            }
     return {
         "iterations": iterations,
         "rounds": rounds,
@@ -217,7 +225,7 @@ def _print_table(report: dict[str, Any]) -> None:
         for name, value in figures.items():
             print(f"  {name:26s} {value:9.1f}")
         for label, value in report["ratios"][workload].items():
-            print(f"  {label:42s} {value:5.2f}x")
+            print(f"  {label:42s} {value:5.2f}x  (median of per-round ratios)")
 
 
 def main(argv: list[str] | None = None) -> int:

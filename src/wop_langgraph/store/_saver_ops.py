@@ -39,17 +39,18 @@ def read_tuple(
 ) -> Loaded | None:
     """The row of one checkpoint (the latest of the namespace without an id) and its writes.
 
-    One statement returns both: the checkpoint row first, then one row per write.
+    One statement returns both: the checkpoint row (kind 0) and one row per write (kind 1).
     """
     if checkpoint_id is None:
         found = tx.rows(sql.read_latest, {"tid": thread_id, "ns": checkpoint_ns})
     else:
         found = tx.rows(sql.read_by_id, {"tid": thread_id, "ns": checkpoint_ns, "cid": checkpoint_id})
-    if not found:
+    checkpoint = [r for r in found if r[0] == 0]
+    if not checkpoint:
         return None
-    _, *checkpoint, _, _, _, _ = found[0]
-    writes = [(r[3], r[8], r[9], r[10], r[11], r[5], r[6]) for r in found[1:]]
-    return cast(CheckpointRow, tuple(checkpoint)), cast(list[WriteRow], writes)
+    _, *row, _, _, _, _ = checkpoint[0]
+    writes = [(r[3], r[8], r[9], r[10], r[11], r[5], r[6]) for r in found if r[0] == 1]
+    return cast(CheckpointRow, tuple(row)), cast(list[WriteRow], writes)
 
 
 def read_page(tx: Tx, sql: Statements, query: Sql) -> list[Loaded]:

@@ -165,7 +165,8 @@ def _with_writes(checkpoint: CTE) -> Select[Any]:
             ),
         )
     )
-    return select(union_all(rows, writes).subquery()).order_by(literal_column("kind"))
+    # No ORDER BY (it would cost a sort): the reader picks the kind-0 row out itself.
+    return select(union_all(rows, writes).subquery())
 
 
 class Statements:

@@ -67,15 +67,20 @@ def store_error(what: str, exc: BaseException, *, lost: bool = False) -> StoreEr
 class Tx:
     """One open transaction: runs compiled statements on the driver connection."""
 
-    __slots__ = ("_connection", "_dbapi")
+    __slots__ = ("_binary", "_connection", "_dbapi")
 
-    def __init__(self, dbapi: Any, connection: Connection | None) -> None:
+    def __init__(self, dbapi: Any, connection: Connection | None, *, binary: bool = False) -> None:
         self._dbapi = dbapi
         self._connection = connection
+        # psycopg: results in binary format, so blobs arrive as bytes without hex decoding.
+        self._binary = binary
+
+    def _cursor(self) -> Any:
+        return self._dbapi.cursor(binary=True) if self._binary else self._dbapi.cursor()
 
     def execute(self, sql: Sql, params: Mapping[str, Any] = _NO_PARAMS) -> Any:
         """Run ``sql`` and return its cursor (fetch from it for rows)."""
-        cursor = self._dbapi.cursor()
+        cursor = self._cursor()
         cursor.execute(sql.text, sql.bind(params))
         return cursor
 
@@ -88,7 +93,7 @@ class Tx:
         if len(params) == 1:
             self.execute(sql, params[0])
             return
-        cursor = self._dbapi.cursor()
+        cursor = self._cursor()
         cursor.executemany(sql.text, [sql.bind(p) for p in params])
 
     @property
@@ -140,7 +145,7 @@ class Database:
             if with_connection:
                 try:
                     with self.engine.begin() as conn:
-                        yield Tx(conn.connection.driver_connection, conn)
+                        yield Tx(conn.connection.driver_connection, conn, binary=not self._sqlite)
                 except (SQLAlchemyError, self._error) as exc:
                     lost = isinstance(exc, DBAPIError) and exc.connection_invalidated
                     raise store_error(what, exc, lost=lost) from driver_error(exc)
@@ -169,12 +174,12 @@ class Database:
             if atomic:
                 dbapi.commit()
         elif atomic:
-            yield Tx(dbapi, None)  # psycopg begins the transaction with the first statement
+            yield Tx(dbapi, None, binary=True)  # psycopg begins with the first statement
             dbapi.commit()
         else:
             dbapi.autocommit = True
             try:
-                yield Tx(dbapi, None)
+                yield Tx(dbapi, None, binary=True)
             finally:
                 dbapi.autocommit = False
 
