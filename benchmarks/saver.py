@@ -45,6 +45,7 @@ from langgraph.types import Command, interrupt
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.store import SQLModelSaver
 
 POSTGRES_ENV = "WOP_TEST_POSTGRES_URL"
@@ -149,6 +150,13 @@ def _savers(workdir: Path, postgres_url: str | None) -> Iterator[dict[str, BaseC
         ours.setup()
         savers["SQLModelSaver[sqlite]"] = ours
 
+        # The saver as WopHost uses it: the OpenWOP recorder inside every put_writes transaction
+        # (interrupt rows, node.suspended + interrupt.requested for each interrupt).
+        recorded = SQLModelSaver.from_url(f"sqlite:///{workdir / 'wop-rec.db'}", recorder=InterruptRecorder())
+        stack.callback(recorded.close)
+        recorded.setup()
+        savers["SQLModelSaver[sqlite]+recorder"] = recorded
+
         if postgres_url:
             from langgraph.checkpoint.postgres import PostgresSaver
 
@@ -162,6 +170,12 @@ def _savers(workdir: Path, postgres_url: str | None) -> Iterator[dict[str, BaseC
             stack.callback(ours_pg.close)
             ours_pg.setup()
             savers["SQLModelSaver[postgres]"] = ours_pg
+
+            rec_url = stack.enter_context(_postgres_database(postgres_url))
+            recorded_pg = SQLModelSaver.from_url(rec_url, recorder=InterruptRecorder())
+            stack.callback(recorded_pg.close)
+            recorded_pg.setup()
+            savers["SQLModelSaver[postgres]+recorder"] = recorded_pg
         yield savers
 
 
@@ -176,6 +190,9 @@ _PAIRS = {
     "SQLModelSaver[sqlite] / SqliteSaver": ("SQLModelSaver[sqlite]", "SqliteSaver"),
     "SQLModelSaver[sqlite] / InMemorySaver": ("SQLModelSaver[sqlite]", "InMemorySaver"),
     "SQLModelSaver[postgres] / PostgresSaver": ("SQLModelSaver[postgres]", "PostgresSaver"),
+    "SQLModelSaver[sqlite]+recorder / SqliteSaver": ("SQLModelSaver[sqlite]+recorder", "SqliteSaver"),
+    "SQLModelSaver[sqlite]+recorder / InMemorySaver": ("SQLModelSaver[sqlite]+recorder", "InMemorySaver"),
+    "SQLModelSaver[postgres]+recorder / PostgresSaver": ("SQLModelSaver[postgres]+recorder", "PostgresSaver"),
 }
 
 
@@ -223,9 +240,9 @@ def _print_table(report: dict[str, Any]) -> None:
     for workload, figures in report["cycles_per_second"].items():
         print(f"\n{workload}")
         for name, value in figures.items():
-            print(f"  {name:26s} {value:9.1f}")
+            print(f"  {name:35s} {value:9.1f}")
         for label, value in report["ratios"][workload].items():
-            print(f"  {label:42s} {value:5.2f}x  (median of per-round ratios)")
+            print(f"  {label:51s} {value:5.2f}x  (median of per-round ratios)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,14 +69,38 @@ def postgres_url() -> Iterator[str]:
         drop_postgres_database(url)
 
 
-@pytest.fixture(params=BACKENDS)
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """One empty database per test, on each backend in turn."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'wop.db'}"
-        return
+@pytest.fixture(scope="session")
+def _session_postgres_database() -> Iterator[str]:
+    """One PostgreSQL database holding the per-test schemas, dropped at the end of the session."""
     url = create_postgres_database()
     try:
         yield url
     finally:
         drop_postgres_database(url)
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """One empty database per test, on each backend in turn.
+
+    SQLite gets a new file. PostgreSQL gets a fresh, empty *schema* in one database made for the
+    session (``CREATE SCHEMA`` takes ~0.05 s where ``CREATE DATABASE`` takes ~1 s), selected
+    through the connection's ``search_path`` (``?options=-csearch_path=...``), so every engine the
+    test makes, child processes included, sees only that schema. Tests that need a database of
+    their own (killing its connections, say) use ``postgres_url``.
+    """
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'wop.db'}"
+        return
+    base = request.getfixturevalue("_session_postgres_database")
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        url = make_url(base).update_query_dict({"options": f"-csearch_path={schema}"})
+        yield url.render_as_string(hide_password=False)
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+    finally:
+        admin.dispose()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +186,11 @@ def test_a_closed_saver_refuses_with_a_store_error(db_url: str) -> None:
     reopened = SQLModelSaver.from_url(db_url)
     try:
         assert reopened.get_tuple(config) is not None  # closing damaged nothing
+        # Disposing an engine the saver does not own only empties its pool (SQLAlchemy's
+        # rule): the next call opens a fresh connection.
+        borrowed = SQLModelSaver(reopened.engine)
+        reopened.engine.dispose()
+        assert borrowed.get_tuple(config) is not None
     finally:
         reopened.close()
 
@@ -276,6 +282,24 @@ def test_a_connection_killed_by_the_server_is_replaced(postgres_url: str) -> Non
     finally:
         saver.close()
         recording.close()
+
+
+@pytest.mark.postgres
+def test_a_connection_that_died_while_idle_is_replaced_before_use(postgres_url: str) -> None:
+    # The recording path is never retried, so only the ping on checkout can save this call.
+    saver = SQLModelSaver.from_url(
+        postgres_url, pool_size=1, max_overflow=0, recorder=_Recorder(), ping_after_idle=0.05
+    )
+    try:
+        saver.setup()
+        [config] = put_chain(saver, new_thread(), 1)
+        saver.put_writes(config, [("w", 1)], "task")
+        _kill_pooled_connection(saver, postgres_url)
+        time.sleep(0.1)
+        saver.put_writes(config, [("w2", 2)], "task-2")
+        assert _pending_count(saver, config) == 2
+    finally:
+        saver.close()
 
 
 def _pending_count(saver: SQLModelSaver, config: Any) -> int:

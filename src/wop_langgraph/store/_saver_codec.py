@@ -36,12 +36,15 @@ from wop_langgraph.store.checkpoint_tables import (
     THREAD_ID_LENGTH,
 )
 
-__all__ = ["CheckpointRow", "Codec", "WriteRow", "checked", "thread_key"]
+__all__ = ["CheckpointRow", "Codec", "WriteParams", "WriteRow", "checked", "thread_key"]
 
 #: A checkpoint row as selected: thread_id, checkpoint_ns, checkpoint_id, parent, type, blob, metadata.
 CheckpointRow = tuple[str, str, str, str | None, str, bytes, Any]
 #: A write row as selected: checkpoint_id, task_id, task_path, idx, channel, type, blob.
 WriteRow = tuple[str, str, str, int, str, str, bytes]
+#: A write row to store, in the table's column order: thread_id, checkpoint_ns,
+#: checkpoint_id, task_id, idx, task_path, channel, type, blob.
+WriteParams = tuple[str, str, str, str, int, str, str, str, bytes]
 
 _LIMITS = {
     "thread_id": THREAD_ID_LENGTH,
@@ -133,9 +136,9 @@ class Codec:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-    ) -> tuple[list[dict[str, Any]], tuple[str, str, str]]:
-        """The insert parameters of one ``put_writes`` batch, one row per stored slot, and the
-        validated ``(thread_id, checkpoint_ns, checkpoint_id)`` they belong to.
+    ) -> tuple[list[WriteParams], tuple[str, str, str]]:
+        """The rows of one ``put_writes`` batch, one per stored slot, in the writes table's
+        column order, and the validated ``(thread_id, checkpoint_ns, checkpoint_id)``.
 
         A special channel written twice in one batch (LangGraph does this with ``__resume__``)
         keeps only its last value, which is what an in-place upsert of each write in order
@@ -149,26 +152,24 @@ class Codec:
                 details={"path": "configurable.checkpoint_id"},
             )
         checkpoint_id = checked("checkpoint_id", checkpoint_id)
-        base = {
-            "thread_id": thread_id,
-            "checkpoint_ns": checkpoint_ns,
-            "checkpoint_id": checkpoint_id,
-            "task_id": checked("task_id", task_id),
-            "task_path": task_path,
-        }
+        task_id = checked("task_id", task_id)
         if "\x00" in task_path:
             raise ValidationError("task_path contains a NUL character", details={"path": "task_path"})
-        rows: dict[int, dict[str, Any]] = {}
+        rows: dict[int, WriteParams] = {}
         for position, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, position)
             type_, blob = self._dump(value, f"write to channel {channel!r}")
-            rows[idx] = {
-                **base,
-                "idx": idx,
-                "channel": checked("channel", channel),
-                "type": type_,
-                "blob": blob,
-            }
+            rows[idx] = (
+                thread_id,
+                checkpoint_ns,
+                checkpoint_id,
+                task_id,
+                idx,
+                task_path,
+                checked("channel", channel),
+                type_,
+                blob,
+            )
         return list(rows.values()), (thread_id, checkpoint_ns, checkpoint_id)
 
     def checkpoint_tuple(self, row: CheckpointRow, writes: Sequence[WriteRow]) -> CheckpointTuple:

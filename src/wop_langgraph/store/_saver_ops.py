@@ -1,9 +1,10 @@
 """The saver's storage operations, each written once over an open transaction.
 
-Every function runs inside a :func:`~wop_langgraph.store._saver_tx.transaction` its caller
-opened (``SQLModelSaver`` on the calling thread, ``AsyncSQLModelSaver`` on a worker thread),
-takes already validated and serialised parameters and returns raw rows; nothing here
-serialises or deserialises, which keeps transactions short and serves both savers.
+Every function runs inside a transaction its caller opened
+(:meth:`~wop_langgraph.store._saver_tx.Database.transaction`; ``SQLModelSaver`` on the
+calling thread, ``AsyncSQLModelSaver`` on a worker thread), takes already validated and
+serialised parameters and returns raw rows; nothing here serialises or deserialises, which
+keeps transactions short and serves both savers.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 from wop_langgraph.protocol.errors import ValidationError
-from wop_langgraph.store._saver_codec import CheckpointRow, WriteRow
+from wop_langgraph.store._saver_codec import CheckpointRow, WriteParams, WriteRow
 from wop_langgraph.store._saver_sql import WRITES_PER_STATEMENT, Sql, Statements
 from wop_langgraph.store._saver_tx import Tx
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
@@ -75,7 +76,7 @@ def store_checkpoint(tx: Tx, sql: Statements, params: dict[str, Any]) -> None:
 def store_writes(
     tx: Tx,
     sql: Statements,
-    rows: list[dict[str, Any]],
+    rows: list[WriteParams],
     recorder: WriteRecorder | None,
     batch: WriteBatch,
 ) -> None:
@@ -87,7 +88,7 @@ def store_writes(
     stored.
     """
     for start in range(0, len(rows), WRITES_PER_STATEMENT):
-        tx.execute(*sql.upsert_writes(rows[start : start + WRITES_PER_STATEMENT]))
+        tx.execute_bound(*sql.upsert_writes(rows[start : start + WRITES_PER_STATEMENT]))
     if recorder is not None:
         recorder.record(tx.connection, batch)
 

@@ -196,10 +196,10 @@ class Statements:
             )
         )
         self._insert = insert
-        self._upsert_writes: dict[int, Sql] = {}
+        self._upsert_writes: dict[int, tuple[str, tuple[str, ...] | None, Any]] = {}
 
         # get_tuple reads the checkpoint and its writes in ONE statement (one snapshot, one
-        # round trip): the checkpoint row (kind 0) followed by its writes (kind 1).
+        # round trip): the checkpoint row (kind 0) and its writes (kind 1).
         latest = (
             select(*_CHECKPOINT_COLUMNS)
             .where(C.c.thread_id == bindparam("tid"), C.c.checkpoint_ns == bindparam("ns"))
@@ -208,7 +208,6 @@ class Statements:
         )
         self.read_latest = sql(_with_writes(latest.cte("cp")))
         self.read_by_id = sql(_with_writes(select(*_CHECKPOINT_COLUMNS).where(_key(C)).cte("cp")))
-        self.writes_of_checkpoint = sql(select(*_WRITE_COLUMNS).where(_key(W)))
         self.writes_of_checkpoints = sql(
             select(*_WRITE_COLUMNS).where(
                 W.c.thread_id == bindparam("tid"),
@@ -288,8 +287,9 @@ class Statements:
         self.delete_checkpoint_writes = sql(delete(W).where(_key(W)))
         self.orphan_checkpoint = sql(update(C).where(_key(C)).values(parent_checkpoint_id=null()))
 
-    def upsert_writes(self, rows: Sequence[Mapping[str, Any]]) -> tuple[Sql, dict[str, Any]]:
-        """One statement storing up to :data:`WRITES_PER_STATEMENT` write rows, and its binds.
+    def upsert_writes(self, rows: Sequence[Sequence[Any]]) -> tuple[str, Sequence[Any] | Mapping[str, Any]]:
+        """One statement storing up to :data:`WRITES_PER_STATEMENT` rows (each in the table's
+        column order), and its parameters laid out for the driver.
 
         A special slot (negative idx: ``__error__``, ``__scheduled__``, ``__interrupt__``,
         ``__resume__``) is replaced in place, while an ordinary write already stored stays
@@ -299,17 +299,32 @@ class Statements:
         count = len(rows)
         found = self._upsert_writes.get(count)
         if found is None:
-            statement = self._insert(W).values(
-                [{c.name: bindparam(f"{c.name}_{i}") for c in W.columns} for i in range(count)]
-            )
-            statement = statement.on_conflict_do_update(
-                index_elements=list(W.primary_key.columns),
-                set_={n: statement.excluded[n] for n in ("task_path", "channel", "type", "blob")},
-                where=statement.excluded.idx < literal(0),
-            )
-            found = self._upsert_writes.setdefault(count, compile_sql(statement, self.dialect))
-        params = {f"{name}_{i}": value for i, row in enumerate(rows) for name, value in row.items()}
-        return found, params
+            found = self._upsert_writes.setdefault(count, self._compile_upsert_writes(count))
+        text, names, tail = found
+        values = [value for row in rows for value in row]
+        if names is None:
+            return text, values + tail
+        return text, {**dict(zip(names, values, strict=True)), **tail}
+
+    def _compile_upsert_writes(self, count: int) -> tuple[str, tuple[str, ...] | None, Any]:
+        statement = self._insert(W).values(
+            [{c.name: bindparam(f"{c.name}_{i}") for c in W.columns} for i in range(count)]
+        )
+        statement = statement.on_conflict_do_update(
+            index_elements=list(W.primary_key.columns),
+            set_={n: statement.excluded[n] for n in ("task_path", "channel", "type", "blob")},
+            where=statement.excluded.idx < literal(0),
+        )
+        compiled = compile_sql(statement, self.dialect)
+        row_binds = tuple(f"{c.name}_{i}" for i in range(count) for c in W.columns)
+        if compiled.names is None:  # named parameters: a dict of the row binds and the rest
+            return compiled.text, row_binds, dict(compiled.defaults)
+        # Positional: the row values first, in order, then the WHERE literal; checked here so
+        # a different layout from a future SQLAlchemy fails loudly rather than misplacing values.
+        head, rest = compiled.names[: len(row_binds)], compiled.names[len(row_binds) :]
+        if head != row_binds:
+            raise RuntimeError(f"unexpected parameter order for the writes upsert: {compiled.names}")
+        return compiled.text, None, [compiled.defaults[name] for name in rest]
 
     def id_list(self, ids: Sequence[str]) -> Any:
         """The value to bind as ``ids``: an array on PostgreSQL, JSON text for ``json_each``."""

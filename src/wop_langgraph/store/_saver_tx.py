@@ -84,6 +84,12 @@ class Tx:
         cursor.execute(sql.text, sql.bind(params))
         return cursor
 
+    def execute_bound(self, text: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
+        """Run statement ``text`` with parameters already laid out for the driver."""
+        cursor = self._cursor()
+        cursor.execute(text, params)
+        return cursor
+
     def rows(self, sql: Sql, params: Mapping[str, Any] = _NO_PARAMS) -> list[tuple[Any, ...]]:
         """Run ``sql`` and return all its rows."""
         return [tuple(row) for row in self.execute(sql, params).fetchall()]

@@ -3,7 +3,9 @@
 SQLite gets WAL (readers never wait for the writer), a busy timeout (a second writer waits
 instead of failing with "database is locked"), foreign keys, and ``BEGIN IMMEDIATE`` for
 write transactions so that two writers never both read and then collide on upgrade to a
-write lock. PostgreSQL goes through psycopg 3 with a pooled, pre-pinged connection.
+write lock; :func:`write_lock` lets the threads of one process queue for that lock without
+SQLite's sleeping busy handler. PostgreSQL goes through psycopg 3 with a pooled connection,
+pinged before use (every time, or once it sat idle: ``ping_after_idle``).
 """
 
 from __future__ import annotations
