@@ -40,6 +40,11 @@ def test_sigkill_after_claim_then_recover_completes_once(
 ) -> None:
     run_id = _child(mode, db_url)
 
+    # A host that does not serve the workflow leaves the run alone (it must not fail start-up).
+    other = make_host()
+    assert other.recover() == 0
+    assert other.interrupts(run_id)[0].consumed_at is None
+
     host = make_host()
     host.register(WORKFLOW, approval_graph())
     (gate,) = host.interrupts(run_id)

@@ -266,12 +266,18 @@ class WopHost:
         return self._resolver.sweep(now or self.clock())
 
     def recover(self) -> int:
-        """Deliver every resolution that was claimed but never reached its graph; returns runs driven."""
+        """Deliver every resolution that was claimed but never reached its graph; returns runs driven.
+
+        Runs of workflows this host has not registered are left for a host that has them.
+        """
         with self.engine.connect() as conn:
             runs = sorted({r.run_id for r in resolved_unconsumed(conn)})
+        driven = 0
         for run_id in runs:
-            self._drive(run_id)
-        return len(runs)
+            if self._run_row(run_id).workflow_id in self.registry:
+                self._drive(run_id)
+                driven += 1
+        return driven
 
     # -- internals --------------------------------------------------------------------------
 
