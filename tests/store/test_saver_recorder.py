@@ -113,6 +113,30 @@ def test_recorder_runs_in_the_write_transaction_and_commits_with_it(
         saver.close()
 
 
+class InterruptOnlyRecorder(EventRecorder):
+    """Declares that it only cares about interrupt batches."""
+
+    channels = frozenset({"__interrupt__"})
+
+
+def test_a_recorder_naming_its_channels_only_gets_those_batches(
+    shared_saver: SQLModelSaver, module_db_url: str
+) -> None:
+    recorder = InterruptOnlyRecorder()
+    saver = _recording(module_db_url, recorder)
+    try:
+        thread = new_thread()
+        [config] = put_chain(saver, thread, 1, checkpoint_ns="")
+        saver.put_writes(config, [("other", 1)], "task-0")
+        question = Interrupt(value={"approve": "payment"}, id="j" * 32)
+        saver.put_writes(config, [("__interrupt__", (question,))], "task-1")
+        assert [b.task_id for b in recorder.batches] == ["task-1"]
+        assert _events(saver, thread) == [{"id": "j" * 32, "value": {"approve": "payment"}}]
+        assert _stored_writes(saver, thread) == ["__interrupt__", "other"]
+    finally:
+        saver.close()
+
+
 def test_a_failing_recorder_leaves_nothing_of_the_batch(
     module_db_url: str, shared_saver: SQLModelSaver
 ) -> None:

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from langgraph.types import Interrupt
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, select, update
 
 from wop_langgraph._clock import utcnow
 from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
@@ -23,7 +23,7 @@ from wop_langgraph.nodes._suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.events import NewEvent, append_events
-from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run
+from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
 
@@ -43,6 +43,9 @@ def suspend_reason(kind: str) -> str:
 class InterruptRecorder:
     """A :class:`~wop_langgraph.store.recording.WriteRecorder` for OpenWOP interrupts."""
 
+    #: Only batches with an interrupt concern the OpenWOP side.
+    channels: frozenset[str] | None = frozenset({"__interrupt__"})
+
     def __init__(self, clock: Callable[[], datetime] = utcnow) -> None:
         self._clock = clock
 
@@ -55,25 +58,35 @@ class InterruptRecorder:
 
     def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
         run_id = batch.thread_id
-        exists = conn.execute(
-            select(func.count())
-            .select_from(interrupts_table)
-            .where(interrupts_table.c.run_id == run_id, interrupts_table.c.lg_interrupt_id == item.id)
-        ).scalar_one()
-        if exists:
+        # One narrow read of the run's interrupts answers every question below (replay? same
+        # execution? visit index? free key?); the insert's conflict loop covers concurrent writers.
+        known = conn.execute(
+            select(
+                interrupts_table.c.lg_interrupt_id,
+                interrupts_table.c.key,
+                interrupts_table.c.node_id,
+                interrupts_table.c.checkpoint_ns,
+                interrupts_table.c.visit_index,
+                interrupts_table.c.status,
+            ).where(interrupts_table.c.run_id == run_id)
+        ).all()
+        if any(row.lg_interrupt_id == item.id for row in known):
             return
         node_id, task_ns, payload = _unwrap(batch, item.value)
         kind = str(payload["kind"])
-        same_execution = [r for r in interrupts_of_run(conn, run_id) if r.checkpoint_ns == task_ns]
+        same_execution = [row for row in known if row.checkpoint_ns == task_ns]
         if same_execution:
             visit_index, ordinal = same_execution[0].visit_index, len(same_execution)
         else:
-            visit_index, ordinal = _settled_count(conn, run_id, node_id), 0
+            # The node's interrupts already resolved, cancelled or expired in this run.
+            visit_index = sum(1 for row in known if row.node_id == node_id and row.status != "pending")
+            ordinal = 0
+        taken = {row.key for row in known}
         now = self._clock()
         timeout = payload.get("timeoutMs")
         collision = 0
         while True:
-            key, collision = _free_key(conn, run_id, node_id, visit_index, ordinal, collision)
+            key, collision = _free_key(taken, run_id, node_id, visit_index, ordinal, collision)
             record = InterruptRecord(
                 interrupt_id=interrupt_id_for(run_id, item.id),
                 run_id=run_id,
@@ -95,7 +108,8 @@ class InterruptRecorder:
             if stored.lg_interrupt_id == item.id:
                 return  # the same interrupt, recorded meanwhile by a concurrent writer
             # A concurrent execution of the same node (``Send`` fan-out on PostgreSQL, where the
-            # tasks' writes commit in parallel) took this key after our check: take the next one.
+            # tasks' writes commit in parallel) took this key after our read: take the next one.
+            taken.add(stored.key)
             collision += 1
         payload = record.payload
         suspended = NewEvent(
@@ -137,28 +151,16 @@ def _unwrap(batch: WriteBatch, value: Any) -> tuple[str, str, dict[str, Any]]:
     )
 
 
-def _settled_count(conn: Connection, run_id: str, node_id: str) -> int:
-    """How many of the node's interrupts in this run were already resolved, cancelled or expired."""
-    query = select(func.count()).where(
-        interrupts_table.c.run_id == run_id,
-        interrupts_table.c.node_id == node_id,
-        interrupts_table.c.status != "pending",
-    )
-    return int(conn.execute(query).scalar_one())
-
-
 def _free_key(
-    conn: Connection, run_id: str, node_id: str, visit_index: int, ordinal: int, collision: int = 0
+    taken: set[str], run_id: str, node_id: str, visit_index: int, ordinal: int, collision: int = 0
 ) -> tuple[str, int]:
-    """The first key (and its collision index, from ``collision`` up) no other execution holds.
+    """The first key (and its collision index, from ``collision`` up) not in ``taken``.
 
     Parallel ``Send`` tasks of one node share a visit index and an ordinal; each gets its own key.
+    Keys start with the run id, so the run's own keys are the only ones that can collide.
     """
     while True:
         key = interrupt_key(run_id, node_id, visit_index, ordinal, collision=collision)
-        taken = conn.execute(
-            select(func.count()).select_from(interrupts_table).where(interrupts_table.c.key == key)
-        ).scalar_one()
-        if not taken:
+        if key not in taken:
             return key, collision
         collision += 1

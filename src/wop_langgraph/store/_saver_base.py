@@ -219,7 +219,7 @@ class SaverBase(BaseCheckpointSaver[str]):
         )
         batch = WriteBatch(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, writes)
         recorder = self.recorder
-        if recorder is None:
+        if recorder is None or not batch.touches(getattr(recorder, "channels", None)):
             mode = _WRITE if len(rows) > WRITES_PER_STATEMENT else _WRITE_ONE
             self._run(mode, "put_writes", ops.store_writes, rows, None, batch)
             return

@@ -26,13 +26,24 @@ class WriteBatch:
     task_path: str
     writes: Sequence[tuple[str, Any]]
 
+    def touches(self, channels: frozenset[str] | None) -> bool:
+        """Whether the batch writes one of ``channels`` (``None`` matches every batch)."""
+        return channels is None or any(name in channels for name, _ in self.writes)
+
     def channel_values(self, channel: str) -> list[Any]:
         """The values written to ``channel`` in this batch, in order."""
         return [value for name, value in self.writes if name == channel]
 
 
 class WriteRecorder(Protocol):
-    """Receives every batch of task writes inside the saver's write transaction."""
+    """Receives batches of task writes inside the saver's write transaction.
+
+    ``channels`` names the channels the recorder cares about: the saver hands it only the
+    batches that write one of them (``None``: every batch). Batches it skips keep the saver's
+    single-statement fast path.
+    """
+
+    channels: frozenset[str] | None
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Persist what the batch means for the run; raising rolls back the whole batch."""
