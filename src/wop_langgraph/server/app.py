@@ -47,7 +47,7 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
-        openapi_url=None,
+        openapi_url="/openapi.json",
     )
     app.state.wop = state
     install_error_handlers(app)
