@@ -15,9 +15,12 @@ from typing import Any
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata, empty_checkpoint
+from sqlalchemy import Engine
 from tests.conftest import create_postgres_database, drop_postgres_database
 
 from wop_langgraph.store import AsyncSQLModelSaver, SQLModelSaver
+from wop_langgraph.store.engine import make_engine
+from wop_langgraph.store.migrations import upgrade
 
 BACKEND_PARAMS = [pytest.param("sqlite"), pytest.param("postgres", marks=pytest.mark.postgres)]
 
@@ -101,3 +104,14 @@ def put_chain(
         parent = saver.put(parent, make_checkpoint({"step": step}), meta, {})
         stored.append(parent)
     return stored
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    """An engine over the test's fresh database, schema migrated, disposed afterwards."""
+    eng = make_engine(db_url, pool_size=10, max_overflow=0)
+    upgrade(eng)
+    try:
+        yield eng
+    finally:
+        eng.dispose()

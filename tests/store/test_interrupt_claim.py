@@ -5,7 +5,6 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,16 +33,6 @@ from wop_langgraph.store.migrations import upgrade
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 RUN = "acme/run-0123456789abcdef"
 OTHER_RUN = "acme/run-fedcba9876543210"
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = make_engine(db_url, pool_size=10, max_overflow=0)
-    upgrade(eng)
-    try:
-        yield eng
-    finally:
-        eng.dispose()
 
 
 def record(name: str, *, run_id: str = RUN, minutes: int = 0, **fields: Any) -> InterruptRecord:
