@@ -8,7 +8,9 @@ transaction per operation, and reports through a multiprocessing queue: one mess
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -98,3 +100,30 @@ def claim_worker(url: str, interrupt_id: str, tag: str, threads: int, barrier: A
     finally:
         engine.dispose()
     queue.put((tag, results, errors))
+
+
+def run_in_processes(
+    target: Callable[..., None],
+    args: Callable[[int, Any, Any], tuple[Any, ...]],
+    processes: int,
+    threads: int,
+) -> list[tuple[str, list[Any], list[str]]]:
+    """Start ``processes`` spawned workers sharing one start barrier, and collect their reports.
+
+    ``args(p, barrier, queue)`` gives process ``p``'s arguments. Every worker must exit 0.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(processes * threads)
+    queue = ctx.Queue()
+    workers = [ctx.Process(target=target, args=args(p, barrier, queue)) for p in range(processes)]
+    for worker in workers:
+        worker.start()
+    try:
+        reports = [queue.get(timeout=120) for _ in workers]
+    finally:
+        for worker in workers:
+            worker.join(timeout=30)
+        queue.close()
+        queue.join_thread()
+    assert [w.exitcode for w in workers] == [0] * processes
+    return reports

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine
 from tests.official import validate_event
-from tests.store._workers import BARRIER_TIMEOUT_S, append_worker
+from tests.store._workers import BARRIER_TIMEOUT_S, append_worker, run_in_processes
 
 from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.store.engine import READ_ONLY, make_engine
@@ -236,25 +235,12 @@ def test_concurrent_appenders_two_processes_on_one_sqlite_file(sqlite_url: str) 
     finally:
         setup.dispose()
 
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(processes * threads)
-    queue = ctx.Queue()
-    workers = [
-        ctx.Process(
-            target=append_worker, args=(sqlite_url, RUN, f"p{p}", threads, per_thread, barrier, queue)
-        )
-        for p in range(processes)
-    ]
-    for worker in workers:
-        worker.start()
-    try:
-        reports = [queue.get(timeout=120) for _ in workers]
-    finally:
-        for worker in workers:
-            worker.join(timeout=30)
-        queue.close()
-        queue.join_thread()
-    assert [w.exitcode for w in workers] == [0] * processes
+    reports = run_in_processes(
+        append_worker,
+        lambda p, barrier, queue: (sqlite_url, RUN, f"p{p}", threads, per_thread, barrier, queue),
+        processes,
+        threads,
+    )
 
     errors = [e for _, _, errs in reports for e in errs]
     assert errors == []

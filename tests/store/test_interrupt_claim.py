@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 from dataclasses import replace
@@ -11,7 +10,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine
-from tests.store._workers import BARRIER_TIMEOUT_S, claim_worker
+from tests.store._workers import BARRIER_TIMEOUT_S, claim_worker, run_in_processes
 
 from wop_langgraph._clock import as_utc
 from wop_langgraph.store.engine import make_engine
@@ -238,25 +237,12 @@ def test_claimers_in_two_processes_one_winner_sqlite(sqlite_url: str) -> None:
         upgrade(engine)
         (row,) = insert(engine, record("a"))
 
-        ctx = multiprocessing.get_context("spawn")
-        barrier = ctx.Barrier(processes * threads)
-        queue = ctx.Queue()
-        workers = [
-            ctx.Process(
-                target=claim_worker, args=(sqlite_url, row.interrupt_id, f"p{p}", threads, barrier, queue)
-            )
-            for p in range(processes)
-        ]
-        for worker in workers:
-            worker.start()
-        try:
-            reports = [queue.get(timeout=120) for _ in workers]
-        finally:
-            for worker in workers:
-                worker.join(timeout=30)
-            queue.close()
-            queue.join_thread()
-        assert [w.exitcode for w in workers] == [0] * processes
+        reports = run_in_processes(
+            claim_worker,
+            lambda p, barrier, queue: (sqlite_url, row.interrupt_id, f"p{p}", threads, barrier, queue),
+            processes,
+            threads,
+        )
 
         assert [e for _, _, errs in reports for e in errs] == []
         results = [r for _, rs, _ in reports for r in rs]

@@ -20,7 +20,6 @@ from sqlalchemy import Engine, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.host.driver import TERMINAL_STATUSES, GraphDriver, jsonable, resume_command
-from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.locks import RunLocks
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.recorder import InterruptRecorder
@@ -361,10 +360,6 @@ class WopHost:
         if row is None:
             raise NotFound(f"no run {run_id!r}")
         return row
-
-    def run_tenant(self, run_id: str) -> str:
-        """The tenant segment of a run id."""
-        return tenant_of(run_id)
 
 
 def _run_option(configurable: Any, name: str) -> Any:
