@@ -18,7 +18,7 @@ from sqlalchemy import Connection
 from wop_langgraph.host.driver import TERMINAL_STATUSES
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
-from wop_langgraph.host.validation import check_resume_value, require_json
+from wop_langgraph.host.validation import check_resume_value, require_storable
 from wop_langgraph.protocol.approval import ApprovalResume, EditAcceptResume, RefineResume
 from wop_langgraph.protocol.errors import (
     Forbidden,
@@ -152,7 +152,7 @@ class Resolver:
             )
         target = self._target(run_id, node_id, key)
         payload = target.payload
-        require_json(resume_value, "/resumeValue")
+        require_storable(resume_value, "/resumeValue")
         parsed = check_resume_value(payload, resume_value, received_at=host.clock())
         now = host.clock()
         if parsed is not None:

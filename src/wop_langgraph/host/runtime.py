@@ -25,7 +25,7 @@ from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.resolver import Resolver
-from wop_langgraph.host.validation import require_json
+from wop_langgraph.host.validation import require_storable
 from wop_langgraph.nodes._context import RunContext
 from wop_langgraph.nodes._suspend import Delivery
 from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
@@ -132,8 +132,8 @@ class WopHost:
         if configurable is not None:
             self._check_configurable(configurable)
         inputs_doc = jsonable(inputs)
-        require_json(inputs_doc, "/inputs")
-        require_json(metadata, "/metadata")
+        require_storable(inputs_doc, "/inputs")
+        require_storable({"metadata": metadata, "configurable": configurable, "tags": tags}, "")
         run_id = mint_tenant_id(owner.tenant)
         now = self.clock()
         owner_doc = {"tenant": owner.tenant, "subject": owner.subject()}

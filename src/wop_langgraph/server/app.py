@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from wop_langgraph.host import WopHost
 from wop_langgraph.server import discovery, html, routes_events, routes_interrupts, routes_runs, routes_tokens
 from wop_langgraph.server.delivery import CallbackDelivery, DeliveryPolicy
 from wop_langgraph.server.errors import ProtocolVersionMiddleware, install_error_handlers
+from wop_langgraph.server.head import HeadMiddleware
+from wop_langgraph.server.limits import RequestLimitsMiddleware
 from wop_langgraph.server.maintenance import lifespan
-from wop_langgraph.server.paths import SlashEscapeMiddleware
+from wop_langgraph.server.openapi import install_openapi
+from wop_langgraph.server.paths import SlashEscapeMiddleware, bounded_path_ids
 from wop_langgraph.server.settings import Settings, first_signing_secret
 from wop_langgraph.server.state import ServerState
 
@@ -50,9 +53,14 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
         openapi_url="/openapi.json",
     )
     app.state.wop = state
-    install_error_handlers(app)
-    for module in (discovery, routes_runs, routes_tokens, routes_events, routes_interrupts, html):
-        app.include_router(module.router)
+    modules = (discovery, routes_runs, routes_tokens, routes_events, routes_interrupts, html)
+    for module in modules:
+        app.include_router(module.router, dependencies=[Depends(bounded_path_ids)])
+    install_error_handlers(app, [route for module in modules for route in module.router.routes])
+    install_openapi(app, settings.request_limits())
+    # The last added runs first: version negotiation, then HEAD, body limits, path escapes.
     app.add_middleware(SlashEscapeMiddleware)
+    app.add_middleware(RequestLimitsMiddleware, limits=settings.request_limits())
+    app.add_middleware(HeadMiddleware)
     app.add_middleware(ProtocolVersionMiddleware)
     return app

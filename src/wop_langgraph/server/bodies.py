@@ -1,33 +1,48 @@
-"""Closed request bodies (unknown members are ``400 validation_error``)."""
+"""Closed, strictly typed request bodies.
+
+Unknown members are ``400 validation_error``, and so is a value of the wrong JSON type: no
+coercion (``ttlSeconds: "10"`` or ``true`` is not a number of seconds).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from wop_langgraph.protocol.ids import AUTHOR_ID_PATTERN, TENANT_ID_PATTERN
 
 __all__ = ["CancelRunBody", "CreateRunBody", "MintTokenBody", "ResolveBody"]
 
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class CreateRunBody(_Closed):
     """``POST /runs`` (SPEC_NOTES §9)."""
 
-    workflowId: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._~:-]{1,128}$")
+    workflowId: str = Field(pattern=r"^[A-Za-z0-9._~:-]{1,128}$")
     inputs: Any = None
     residency: dict[str, Any] | None = None
-    tenantId: str | None = None
-    scopeId: str | None = None
-    callbackUrl: str | None = None
-    mode: Literal["eval"] | None = None
+    tenantId: str | None = Field(default=None, pattern=TENANT_ID_PATTERN)
+    scopeId: str | None = Field(default=None, min_length=1, max_length=256)
+    callbackUrl: str | None = Field(default=None, min_length=1, max_length=2048)
+    mode: None = Field(default=None, description="'eval' is not offered by this host")
     evalSuiteRef: Any = None
-    agentId: str | None = None
+    agentId: str | None = Field(default=None, pattern=AUTHOR_ID_PATTERN)
     configurable: dict[str, Any] | None = None
-    tags: list[str] | None = Field(default=None, max_length=100)
+    tags: list[Tag] | None = Field(default=None, max_length=100)
     metadata: dict[str, Any] | None = None
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _no_eval(cls, value: Any) -> Any:
+        if value is not None:
+            raise ValueError(f"mode {value!r} is not supported by this host")
+        return value
 
 
 class CancelRunBody(_Closed):

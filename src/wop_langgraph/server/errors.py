@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from wop_langgraph.protocol.errors import (
@@ -38,7 +40,8 @@ __all__ = [
 PROTOCOL_VERSION = "2.0"
 SUPPORTED_VERSIONS = ("2.0",)
 _VERSION_HEADER = b"openwop-version"
-_VERSION = re.compile(r"^\s*(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*))?\s*$")
+# Bounded digits: int() of a 4,300-digit header raises; nine digits cover any real version.
+_VERSION = re.compile(r"^\s*(0|[1-9][0-9]{0,8})(?:\.(0|[1-9][0-9]{0,8}))?\s*$")
 _log = logging.getLogger("wop_langgraph.server")
 
 
@@ -58,8 +61,12 @@ class MethodNotAllowed(WopError):
     retryable = False
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Route every exception the app can raise to an error envelope."""
+def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute] = ()) -> None:
+    """Route every exception the app can raise to an error envelope.
+
+    Args:
+        routes: the app's routes, for the ``Allow`` header of a 405 (and of ``OPTIONS``).
+    """
 
     async def on_wop_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, WopError)
@@ -75,6 +82,11 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404:
             error = NotFound(f"no resource at {request.url.path}")
         elif exc.status_code == 405:
+            # Starlette's Allow names the first route matching the path; list every route's methods.
+            allowed = allowed_methods(routes, request.scope)
+            headers["Allow"] = ", ".join(allowed)
+            if request.method == "OPTIONS":
+                return Response(status_code=204, headers=headers)
             error = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
         elif 400 <= exc.status_code < 500:
             error = ValidationError(str(exc.detail) or "bad request")
@@ -94,6 +106,18 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(WopError, on_wop_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
+
+
+def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> list[str]:
+    """Every method some route serves at the request's path, ``HEAD`` and ``OPTIONS`` included."""
+    methods: set[str] = {"OPTIONS"}
+    for route in routes:
+        match, _ = route.matches({**scope, "method": "GET"})
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
 
 
 def requested_major(value: str) -> int | None:

@@ -3,20 +3,27 @@
 Starlette decodes ``%2F`` to ``/`` before routing, which would split ``acme%2Fr-…`` into two
 segments; :class:`SlashEscapeMiddleware` rewrites ``%2F`` in the raw path to the projection's own
 ``~2F`` first, so both spellings reach the route as one segment and decode the same way.
+
+Percent-escapes are decoded exactly once, by the HTTP layer: a ``%`` left in a segment came from
+``%25`` and is a literal percent sign, never a second escape (``acme%252F<id>`` is not
+``acme/<id>``), so it is refused by the id grammar.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Annotated
 from urllib.parse import unquote
 
+from fastapi import Depends, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wop_langgraph.host import Principal
 from wop_langgraph.protocol.errors import IdTenantMismatch, ValidationError
 from wop_langgraph.protocol.ids import AUTHOR_ID_PATTERN, TENANT_BOUND_ID_PATTERN, project_id, unproject_id
+from wop_langgraph.server.state import ServerState, server_state
 
-__all__ = ["SlashEscapeMiddleware", "node_id_from_path", "project_id", "run_id_from_path"]
+__all__ = ["SlashEscapeMiddleware", "bounded_path_ids", "node_id_from_path", "project_id", "run_id_from_path"]
 
 _ENCODED_SLASH = re.compile(rb"%2[fF]")
 _TENANT_BOUND = re.compile(TENANT_BOUND_ID_PATTERN)
@@ -45,7 +52,7 @@ def run_id_from_path(segment: str, principal: Principal | None) -> str:
         ValidationError: a bad ``~`` escape, or a decoded id outside the tenant-bound grammar.
         IdTenantMismatch: the id names another tenant (whether the run exists is not disclosed).
     """
-    run_id = unproject_id(segment)
+    run_id = _decode(segment)
     if not _TENANT_BOUND.fullmatch(run_id):
         raise ValidationError(
             "runId must be <tenant>/<opaque> (written <tenant>~2F<opaque> in a path)",
@@ -56,13 +63,34 @@ def run_id_from_path(segment: str, principal: Principal | None) -> str:
     return run_id
 
 
+def _decode(segment: str) -> str:
+    """Decode the projection's ``~HH`` escapes only (see the module docstring)."""
+    # unproject_id also reads %HH; a literal '%' is escaped first so that it stays a '%'.
+    return unproject_id(segment.replace("%", "~25"))
+
+
+def bounded_path_ids(request: Request, state: Annotated[ServerState, Depends(server_state)]) -> None:
+    """Refuse a ``runId`` or ``nodeId`` path segment longer than ``max_id_chars`` (a dependency).
+
+    Raises:
+        ValidationError: the segment's name is in ``details.path``.
+    """
+    limit = state.settings.max_id_chars
+    for name in ("runId", "nodeId"):
+        value = request.path_params.get(name)
+        if isinstance(value, str) and len(value) > limit:
+            raise ValidationError(
+                f"{name} is longer than {limit} characters", details={"path": f"/{name}", "rule": "maxLength"}
+            )
+
+
 def node_id_from_path(segment: str) -> str:
     """Decode a ``nodeId`` path segment (``~XX`` escapes decoded).
 
     Raises:
         ValidationError: a bad escape, or an id outside the nodeId grammar.
     """
-    node_id = unproject_id(segment) if "~" in segment else segment
+    node_id = _decode(segment)
     if not (_NODE_ID.fullmatch(node_id) or _NODE_PATH.fullmatch(node_id)):
         raise ValidationError("nodeId is outside the nodeId grammar", details={"path": "/nodeId"})
     return node_id

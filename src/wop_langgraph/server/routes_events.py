@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.driver import TERMINAL_STATUSES
+from wop_langgraph.host.validation import INT64_MAX
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.paths import run_id_from_path
@@ -35,7 +36,6 @@ State = Annotated[ServerState, Depends(server_state)]
 Reader = Annotated[Principal, Depends(require_scopes("runs:read"))]
 KEEP_ALIVE_SECONDS = 15.0
 POLL_INTERVAL_SECONDS = 0.1
-_BATCH = 500
 
 
 @router.get("/runs/{runId}/events/poll")
@@ -43,7 +43,7 @@ async def poll_events(
     runId: str,
     state: State,
     principal: Reader,
-    afterSequence: Annotated[int, Query(ge=-1)] = -1,
+    afterSequence: Annotated[int, Query(ge=-1, le=INT64_MAX)] = -1,
     timeout: Annotated[int, Query(ge=0, le=60)] = 30,
     streamMode: str | None = None,
 ) -> dict[str, Any]:
@@ -52,9 +52,11 @@ async def poll_events(
     keep = event_filter(streamMode, default="debug")
     host = state.host
     deadline = time.monotonic() + timeout
+    after, page = afterSequence, state.settings.events_page_size
     while True:
-        batch, status, last = await run_in_threadpool(_read, host, run_id, afterSequence, None)
+        batch, status, last = await run_in_threadpool(_read, host, run_id, after, page)
         events = [e for e in batch if keep(e)]
+        after = batch[-1]["sequence"] if batch else after  # a page the filter emptied is passed over
         terminal = status in TERMINAL_STATUSES
         if events or terminal or time.monotonic() >= deadline:
             return {
@@ -82,7 +84,7 @@ async def stream_events(
     after = _cursor(last_event_id)
     await run_in_threadpool(state.host.snapshot, run_id)  # 404 before the stream starts
     return StreamingResponse(
-        _frames(request, state.host, run_id, after, keep),
+        _frames(request, state.host, run_id, after, keep, state.settings.events_page_size),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -97,18 +99,18 @@ def _cursor(last_event_id: str | None) -> int:
         raise ValidationError(
             "Last-Event-ID must be an event sequence", details={"header": "Last-Event-ID"}
         ) from None
-    if value < -1:
+    if not -1 <= value <= INT64_MAX:
         raise ValidationError("Last-Event-ID must be an event sequence", details={"header": "Last-Event-ID"})
     return value
 
 
 async def _frames(
-    request: Request, host: WopHost, run_id: str, after: int, keep: EventFilter
+    request: Request, host: WopHost, run_id: str, after: int, keep: EventFilter, page: int
 ) -> AsyncIterator[str]:
     last_sent = time.monotonic()
     yield "retry: 1000\n\n"
     while True:
-        batch, status, _ = await run_in_threadpool(_read, host, run_id, after, _BATCH)
+        batch, status, _ = await run_in_threadpool(_read, host, run_id, after, page)
         for event in batch:
             after = event["sequence"]
             if keep(event):

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph.host import Principal
 from wop_langgraph.protocol.egress import check_url
-from wop_langgraph.protocol.errors import IdTenantMismatch, ValidationError, WopError
+from wop_langgraph.protocol.errors import IdTenantMismatch, WopError
 from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.bodies import CancelRunBody, CreateRunBody, ResolveBody
 from wop_langgraph.server.etag import cached_json
@@ -41,16 +41,10 @@ def create_run(
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
     """Create a run and drive it to its first suspension (``201 {runId, status, eventsUrl, statusUrl}``)."""
-    if body.mode == "eval":
-        raise ValidationError("mode 'eval' is not supported by this host", details={"field": "mode"})
-    if body.workflowId is None:
-        raise ValidationError("workflowId is required", details={"field": "workflowId"})
     if body.tenantId is not None and body.tenantId != principal.tenant:
         raise IdTenantMismatch("tenantId names another tenant than the caller's")
     if body.residency and body.residency.get("region") is not None:
         raise ResidencyUnavailable("this host offers no residency regions", details={"field": "residency"})
-    if body.tags is not None and any(len(t) > 256 for t in body.tags):
-        raise ValidationError("a tag is longer than 256 characters", details={"field": "tags"})
     if body.callbackUrl is not None:
         check_url(body.callbackUrl, field="callbackUrl", allow=state.settings.callback_allow)
     workflow_id = body.workflowId

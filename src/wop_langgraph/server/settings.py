@@ -14,7 +14,9 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from wop_langgraph.host import Principal
+from wop_langgraph.host.validation import STORABLE_MAX_DEPTH
 from wop_langgraph.protocol.egress import AllowList
+from wop_langgraph.server.limits import RequestLimits
 from wop_langgraph.tokens import SigningKeys
 
 __all__ = ["ApiKeys", "ConfigurationError", "Settings"]
@@ -40,6 +42,11 @@ class Settings(BaseSettings):
         token_ttl_seconds: default lifetime of a minted token (capped by the interrupt's deadline).
         sweep_interval_seconds: how often the timeout sweep runs (0 disables it).
         callback_attempts / callback_backoff_seconds / callback_timeout_seconds: callback delivery.
+        max_body_bytes: the largest request body accepted (``413 payload_too_large`` above).
+        max_json_depth: the deepest nesting of a JSON request body (``400`` above).
+        max_string_chars: the longest string or object key in a JSON request body.
+        max_id_chars: the longest id in a path (``runId``, ``nodeId``).
+        events_page_size: the most events one poll answers or one SSE read fetches.
     """
 
     model_config = SettingsConfigDict(env_prefix="WOP_", extra="ignore")
@@ -53,8 +60,21 @@ class Settings(BaseSettings):
     callback_attempts: int = Field(default=5, ge=1)
     callback_backoff_seconds: float = Field(default=0.5, ge=0)
     callback_timeout_seconds: float = Field(default=10.0, gt=0)
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    max_json_depth: int = Field(default=64, ge=2, le=STORABLE_MAX_DEPTH)
+    max_string_chars: int = Field(default=256 * 1024, ge=256)
+    max_id_chars: int = Field(default=512, ge=64, le=4096)
+    events_page_size: int = Field(default=1000, ge=1, le=100_000)
     callback_allow: AllowList | None = Field(default=None, exclude=True)
     """Test-only egress allowance for a loopback receiver; never set from the environment."""
+
+    def request_limits(self) -> RequestLimits:
+        """The body limits :class:`~wop_langgraph.server.limits.RequestLimitsMiddleware` enforces."""
+        return RequestLimits(
+            max_body_bytes=self.max_body_bytes,
+            max_json_depth=self.max_json_depth,
+            max_string_chars=self.max_string_chars,
+        )
 
     def keyring(self) -> SigningKeys:
         """The parsed signing keys.

@@ -41,6 +41,7 @@ IDEMPOTENCY_RETENTION = timedelta(hours=24)
 IN_FLIGHT_LEASE = timedelta(minutes=2)
 
 _table = idempotency_table
+_ENDPOINT_CHARS = 256
 
 
 class BeginOutcome(Enum):
@@ -75,12 +76,21 @@ def request_hash(method: str, path: str, body: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def _column(endpoint: str) -> str:
+    """``endpoint`` as stored: ids in it can outgrow the 256-character column, so a long one is
+    kept as its readable start and a digest of the whole."""
+    if len(endpoint) <= _ENDPOINT_CHARS:
+        return endpoint
+    return endpoint[: _ENDPOINT_CHARS - 65] + "#" + hashlib.sha256(endpoint.encode()).hexdigest()
+
+
 def begin(conn: Connection, *, scope: str, endpoint: str, key: str, digest: str, now: datetime) -> Begin:
     """Take the key for this request, or say why not.
 
     Must run in its own short transaction, committed before the request is processed, so that
     a concurrent duplicate sees the in-flight record.
     """
+    endpoint = _column(endpoint)
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     fresh = {
         "scope": scope,
@@ -125,6 +135,7 @@ def complete(
     conn: Connection, *, scope: str, endpoint: str, key: str, response: StoredResponse, now: datetime
 ) -> None:
     """Store the final response of the request that holds the key."""
+    endpoint = _column(endpoint)
     conn.execute(
         update(_table)
         .where(_table.c.scope == scope, _table.c.endpoint == endpoint, _table.c.key == key)
@@ -140,6 +151,7 @@ def complete(
 
 def release(conn: Connection, *, scope: str, endpoint: str, key: str) -> None:
     """Forget an in-flight key whose outcome must not be cached, so a retry runs again."""
+    endpoint = _column(endpoint)
     conn.execute(
         delete(_table).where(
             _table.c.scope == scope,

@@ -1,0 +1,246 @@
+"""``/openapi.json``: FastAPI's document, completed so that it describes what the server really does.
+
+FastAPI documents the routes and the closed bodies. This module adds what it cannot see: the
+statuses each operation really answers (every refusal in the OpenWOP error envelope, and no
+``422`` where none is returned), the bearer API key, the path and header grammars the routes
+enforce, the SSE and HTML media types, and 64-bit bounds on integers. The table below is the
+contract; ``tests/server/test_schemathesis.py`` holds the server to it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from wop_langgraph.host.validation import INT64_MAX, INT64_MIN
+from wop_langgraph.protocol.official import configurable_schema
+from wop_langgraph.server.idempotency import KEY_PATTERN
+from wop_langgraph.server.limits import RequestLimits
+
+__all__ = ["install_openapi"]
+
+#: Answered by any operation: a malformed ``OpenWOP-Version`` (400) or an unserved major (406).
+_ANY = (400, 406)
+_BODY = (413,)
+_KEYED = (401, 403)
+
+#: (path, method) -> (security, extra error statuses). ``security`` is whether an API key is needed.
+_OPERATIONS: dict[tuple[str, str], tuple[bool, tuple[int, ...]]] = {
+    ("/.well-known/openwop", "get"): (False, ()),
+    ("/runs", "post"): (True, (*_KEYED, *_BODY, 404, 409, 422)),
+    ("/runs/{runId}", "get"): (True, (*_KEYED, 404)),
+    ("/runs/{runId}/cancel", "post"): (True, (*_KEYED, *_BODY, 404, 409)),
+    ("/runs/{runId}/interrupts/{nodeId}", "post"): (True, (*_KEYED, *_BODY, 404, 409)),
+    ("/runs/{runId}/interrupts/{nodeId}/tokens", "post"): (True, (*_KEYED, *_BODY, 404, 409, 410)),
+    ("/runs/{runId}/events", "get"): (True, (*_KEYED, 404)),
+    ("/runs/{runId}/events/poll", "get"): (True, (*_KEYED, 404)),
+    ("/interrupts/{token}", "get"): (False, (401, 404, 409, 410)),
+    ("/interrupts/{token}", "post"): (False, (*_BODY, 401, 403, 404, 409, 410)),
+    ("/interrupts/{token}/form", "post"): (False, (*_BODY, 401, 403, 404, 409, 410)),
+}
+_HTML_ONLY = {("/interrupts/{token}/form", "post")}
+_CONDITIONAL = {("/.well-known/openwop", "get"), ("/runs/{runId}", "get")}
+_SSE = ("/runs/{runId}/events", "get")
+_BROWSER_PAGE = ("/interrupts/{token}", "get")
+
+_RUN_ID_WIRE = r"^(anon~3A)?[A-Za-z0-9._-]{1,128}~2F[A-Za-z0-9._-]{16,128}$"
+_NODE_ID_WIRE = r"^[A-Za-z0-9._:-]{1,128}$"
+_TOKEN = r"^ow2\.[A-Za-z0-9._~-]{1,4096}$"
+_PARAMETERS: dict[str, dict[str, Any]] = {
+    "runId": {
+        "type": "string",
+        "pattern": _RUN_ID_WIRE,
+        "description": "A tenant-bound run id, projected to one segment: <tenant>~2F<opaque>.",
+    },
+    "nodeId": {"type": "string", "pattern": _NODE_ID_WIRE},
+    "token": {"type": "string", "pattern": _TOKEN, "description": "An ow2 interrupt token."},
+    "Idempotency-Key": {"type": "string", "pattern": KEY_PATTERN.pattern},
+    "Last-Event-ID": {
+        "type": "string",
+        "pattern": r"^(-1|0|[1-9][0-9]{0,17})$",
+        "description": "Resume after this event sequence.",
+    },
+    "streamMode": {"type": "string", "pattern": r"^(updates|debug)(,(updates|debug))*$"},
+}
+_REASONS = {
+    304: "Not modified (the ETag in If-None-Match is current)",
+    400: "Invalid request (validation_error, idempotency_key_invalid, unsupported_stream_mode)",
+    401: "Missing or unknown credential (unauthenticated, interrupt_token_invalid)",
+    403: "Not allowed (forbidden, id_tenant_mismatch)",
+    404: "No such run, node or interrupt (not_found)",
+    406: "Unserved protocol major (protocol_version_unsupported)",
+    409: "Conflict (interrupt_already_resolved, run_terminal, idempotency_key_mismatch or _in_flight)",
+    410: "The token or the interrupt has expired (interrupt_expired)",
+    413: "The request body is too large (payload_too_large)",
+    422: "Residency region not offered (residency_unavailable)",
+}
+_ERROR_ENVELOPE: dict[str, Any] = {
+    "title": "ErrorEnvelope",
+    "description": "The OpenWOP error envelope (error-envelope.schema.json).",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["error", "message"],
+    "properties": {
+        "error": {"type": "string", "minLength": 1},
+        "message": {"type": "string"},
+        "details": {"type": "object"},
+    },
+}
+_HTML = {"text/html": {"schema": {"type": "string"}}}
+_BODIES = ("CreateRunBody", "CancelRunBody", "ResolveBody", "MintTokenBody")
+_STORABLE_REF = "#/components/schemas/StorableJson"
+# No NUL; JSON text cannot carry a lone surrogate that a schema-valid client would send.
+_TEXT = r"^[^\u0000]*$"
+#: What the egress guard accepts, as a grammar: https and a public-looking DNS name. The guard
+#: also refuses special-use names (localhost, *.internal, *.local, ...), which a pattern cannot list.
+_CALLBACK_URL: dict[str, Any] = {
+    "type": "string",
+    "format": "uri",
+    "maxLength": 2048,
+    "pattern": r"^https://([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}(/[A-Za-z0-9._~/-]*)?$",
+}
+
+
+def install_openapi(app: FastAPI, limits: RequestLimits) -> None:
+    """Make ``app.openapi()`` (served at ``/openapi.json``) return the completed document."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = get_openapi(title=app.title, version=app.version, routes=app.routes)
+            app.openapi_schema = complete(document, limits)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def complete(document: dict[str, Any], limits: RequestLimits) -> dict[str, Any]:
+    """``document`` with the statuses, security, grammars and media types of the table above."""
+    document = copy.deepcopy(document)
+    components = document.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    schemas["ErrorEnvelope"] = _ERROR_ENVELOPE
+    schemas["StorableJson"] = _storable_json(limits)
+    components["securitySchemes"] = {
+        "apiKey": {"type": "http", "scheme": "bearer", "description": "An API key from WOP_API_KEYS."}
+    }
+    if "CreateRunBody" in schemas:
+        properties = schemas["CreateRunBody"]["properties"]
+        properties["configurable"] = {"anyOf": [_configurable_schema(), {"type": "null"}]}
+        properties["callbackUrl"] = {"anyOf": [_CALLBACK_URL, {"type": "null"}]}
+    for name in _BODIES:
+        if name in schemas:
+            schemas[name] = _storable_members(schemas[name], limits)
+    for (path, method), operation in _operations(document):
+        secured, statuses = _OPERATIONS[(path, method)]
+        operation["security"] = [{"apiKey": []}] if secured else []
+        responses = operation["responses"]
+        if responses.get("422", {}).get("description") == "Validation Error":
+            del responses["422"]
+        if (path, method) in _CONDITIONAL:
+            responses["304"] = {"description": _REASONS[304]}
+        for status in sorted({*_ANY, *statuses}):
+            content = _HTML if (path, method) in _HTML_ONLY else _error_content()
+            responses[str(status)] = {"description": _REASONS[status], "content": content}
+        for parameter in operation.get("parameters", []):
+            extra = _PARAMETERS.get(parameter["name"])
+            if extra is not None:
+                parameter["schema"] = {**extra, "title": parameter["schema"].get("title", parameter["name"])}
+        if (path, method) in _HTML_ONLY:
+            responses["200"]["content"] = _HTML
+            operation["requestBody"] = {
+                "required": True,
+                "content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}},
+            }
+    _media(document, _SSE, {"text/event-stream": {"schema": {"type": "string"}}})
+    _media(document, _BROWSER_PAGE, {"application/json": {"schema": {"type": "object"}}, **_HTML})
+    _bound_integers(document)
+    return document
+
+
+def _operations(document: dict[str, Any]) -> Iterator[tuple[tuple[str, str], dict[str, Any]]]:
+    for path, item in document.get("paths", {}).items():
+        for method, operation in item.items():
+            if (path, method) in _OPERATIONS:
+                yield (path, method), operation
+
+
+def _media(document: dict[str, Any], where: tuple[str, str], content: dict[str, Any]) -> None:
+    operation = document["paths"].get(where[0], {}).get(where[1])
+    if operation is not None:
+        operation["responses"]["200"]["content"] = content
+
+
+def _error_content() -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
+
+
+def _configurable_schema() -> dict[str, Any]:
+    schema = configurable_schema()
+    for key in ("$schema", "$id"):
+        schema.pop(key, None)
+    # This host reads escalationThreshold as a percentage (ARCHITECTURE: decisions taken).
+    threshold = schema["properties"]["run"]["properties"]["escalationThreshold"]
+    threshold["maximum"] = 100
+    return schema
+
+
+def _storable_json(limits: RequestLimits) -> dict[str, Any]:
+    """Any JSON value the server stores (see ``require_storable``); nesting depth is not expressed."""
+    text = {"type": "string", "pattern": _TEXT, "maxLength": limits.max_string_chars}
+    return {
+        "description": "Any JSON value without NUL, lone surrogates or numbers beyond 64 bits.",
+        "anyOf": [
+            {"type": "null"},
+            {"type": "boolean"},
+            {"type": "number", "minimum": INT64_MIN, "maximum": INT64_MAX},
+            text,
+            {"type": "array", "items": {"$ref": _STORABLE_REF}},
+            {"type": "object", "propertyNames": text, "additionalProperties": {"$ref": _STORABLE_REF}},
+        ],
+    }
+
+
+def _storable_members(node: Any, limits: RequestLimits) -> Any:
+    """A body schema whose free-form members are :func:`_storable_json` and whose strings have no NUL."""
+    if isinstance(node, list):
+        return [_storable_members(item, limits) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if _is_free_form(node):
+        return {
+            **{k: v for k, v in node.items() if k in ("title", "description", "default")},
+            "$ref": _STORABLE_REF,
+        }
+    out = {key: _storable_members(value, limits) for key, value in node.items()}
+    if out.get("additionalProperties") is True:
+        out["additionalProperties"] = {"$ref": _STORABLE_REF}
+    if out.get("type") == "object" and ("additionalProperties" in out or "patternProperties" in out):
+        out.setdefault("propertyNames", {"pattern": _TEXT})
+    if out.get("type") == "string":
+        out.setdefault("pattern", _TEXT)
+        out.setdefault("maxLength", limits.max_string_chars)
+    return out
+
+
+def _is_free_form(node: dict[str, Any]) -> bool:
+    # pydantic renders Any as a schema with no constraint, only a title or default.
+    return not (set(node) - {"title", "description", "default"})
+
+
+def _bound_integers(node: Any) -> None:
+    """Give every integer schema the 64-bit bounds the store enforces."""
+    if isinstance(node, dict):
+        if node.get("type") == "integer":
+            node.setdefault("minimum", INT64_MIN)
+            node.setdefault("maximum", INT64_MAX)
+        for value in node.values():
+            _bound_integers(value)
+    elif isinstance(node, list):
+        for value in node:
+            _bound_integers(value)
