@@ -67,6 +67,10 @@ class GraphRegistry:
         except KeyError:
             raise NotFound(f"no workflow {workflow_id!r} is registered") from None
 
+    def workflow_ids(self) -> list[str]:
+        """The registered workflow ids, sorted."""
+        return sorted(self._graphs)
+
     def __contains__(self, workflow_id: object) -> bool:
         return workflow_id in self._graphs
 

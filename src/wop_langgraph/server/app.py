@@ -57,7 +57,7 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     for module in modules:
         app.include_router(module.router, dependencies=[Depends(bounded_path_ids)])
     install_error_handlers(app, [route for module in modules for route in module.router.routes])
-    install_openapi(app, settings.request_limits())
+    install_openapi(app, settings.request_limits(), host.registry.workflow_ids)
     # The last added runs first: version negotiation, then HEAD, body limits, path escapes.
     app.add_middleware(SlashEscapeMiddleware)
     app.add_middleware(RequestLimitsMiddleware, limits=settings.request_limits())

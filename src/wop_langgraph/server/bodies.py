@@ -61,4 +61,12 @@ class MintTokenBody(_Closed):
     """``POST /runs/{runId}/interrupts/{nodeId}/tokens`` (host-defined)."""
 
     intent: Literal["resolve", "inspect"] = "resolve"
-    ttlSeconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
+    # Not strict: 60.0 is the integer 60 in JSON; a string or a boolean still is not.
+    ttlSeconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600, strict=False)
+
+    @field_validator("ttlSeconds", mode="before")
+    @classmethod
+    def _a_number(cls, value: Any) -> Any:
+        if isinstance(value, (bool, str)):
+            raise ValueError("ttlSeconds must be a JSON number of seconds")
+        return value

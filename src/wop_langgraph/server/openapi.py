@@ -10,7 +10,7 @@ contract; ``tests/server/test_schemathesis.py`` holds the server to it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastapi import FastAPI
@@ -101,23 +101,26 @@ _CALLBACK_URL: dict[str, Any] = {
     "type": "string",
     "format": "uri",
     "maxLength": 2048,
-    "pattern": r"^https://([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}(/[A-Za-z0-9._~/-]*)?$",
+    "pattern": r"^https://([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.){1,2}[a-z]{2,63}(/[A-Za-z0-9._~/-]*)?$",
 }
 
 
-def install_openapi(app: FastAPI, limits: RequestLimits) -> None:
-    """Make ``app.openapi()`` (served at ``/openapi.json``) return the completed document."""
+def install_openapi(app: FastAPI, limits: RequestLimits, workflow_ids: Callable[[], list[str]]) -> None:
+    """Make ``app.openapi()`` (served at ``/openapi.json``) return the completed document.
+
+    It is built on first use, so it lists the workflows registered by then.
+    """
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = get_openapi(title=app.title, version=app.version, routes=app.routes)
-            app.openapi_schema = complete(document, limits)
+            app.openapi_schema = complete(document, limits, workflow_ids())
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def complete(document: dict[str, Any], limits: RequestLimits) -> dict[str, Any]:
+def complete(document: dict[str, Any], limits: RequestLimits, workflow_ids: list[str]) -> dict[str, Any]:
     """``document`` with the statuses, security, grammars and media types of the table above."""
     document = copy.deepcopy(document)
     components = document.setdefault("components", {})
@@ -133,6 +136,7 @@ def complete(document: dict[str, Any], limits: RequestLimits) -> dict[str, Any]:
         properties = schemas["CreateRunBody"]["properties"]
         properties["configurable"] = {"anyOf": [_configurable_schema(), {"type": "null"}]}
         properties["callbackUrl"] = {"anyOf": [_CALLBACK_URL, {"type": "null"}]}
+        properties["workflowId"] = {"type": "string", "enum": workflow_ids, "title": "Workflowid"}
     for name in _BODIES:
         if name in schemas:
             schemas[name] = _storable_members(schemas[name], limits)
@@ -181,7 +185,7 @@ def _error_content() -> dict[str, Any]:
 
 
 def _configurable_schema() -> dict[str, Any]:
-    schema = configurable_schema()
+    schema = copy.deepcopy(configurable_schema())
     for key in ("$schema", "$id"):
         schema.pop(key, None)
     # This host reads escalationThreshold as a percentage (ARCHITECTURE: decisions taken).
@@ -220,7 +224,9 @@ def _storable_members(node: Any, limits: RequestLimits) -> Any:
     out = {key: _storable_members(value, limits) for key, value in node.items()}
     if out.get("additionalProperties") is True:
         out["additionalProperties"] = {"$ref": _STORABLE_REF}
-    if out.get("type") == "object" and ("additionalProperties" in out or "patternProperties" in out):
+    if out.get("type") == "object":
+        # An open object (no additionalProperties) takes any storable member under any key.
+        out.setdefault("additionalProperties", {"$ref": _STORABLE_REF})
         out.setdefault("propertyNames", {"pattern": _TEXT})
     if out.get("type") == "string":
         out.setdefault("pattern", _TEXT)
