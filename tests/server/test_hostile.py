@@ -342,6 +342,8 @@ def test_hostile_requests_are_refused_and_change_nothing(server: httpx.Client, d
 
     # Healthy after: the run is still suspended, and a good resolve goes through once.
     assert wait_for_status(server, run, "waiting-approval")["status"] == "waiting-approval"
+    head = server.head(f"/runs/{run}/events", headers=ALICE)  # would stream forever as a GET
+    assert (head.status_code, head.content) == (200, b"")
     good = server.post(f"/interrupts/{token}", json={"resumeValue": {"action": "accept"}}, headers=JSON)
     assert good.status_code == 200, good.text
     assert server.get("/.well-known/openwop").status_code == 200
