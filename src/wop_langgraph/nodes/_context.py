@@ -44,6 +44,8 @@ class RunContext:
         rejection_routes: node id -> the node a rejected approval continues to.
         emit: appends node-level events (``agent.decided``, ``conversation.*``) to the run's
             log exactly once per ``eventId``; set by the host.
+        routed_rejections: task ids of gates rejected onto their rejection route in this
+            drive (the driver logs them as failed sources, not completions).
     """
 
     run_id: str
@@ -52,6 +54,7 @@ class RunContext:
     credentials: bool = False
     rejection_routes: Mapping[str, str] = field(default_factory=dict)
     emit: Callable[[str, str, dict[str, Any], str], None] | None = None
+    routed_rejections: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,11 @@ class NodeCall:
     node_id: str
     task_ns: str
     task_name: str
+
+    @property
+    def task_id(self) -> str:
+        """LangGraph's id of the task running this call (the last segment of its namespace)."""
+        return self.task_ns.rsplit("|", 1)[-1].split(":", 1)[-1]
 
     def emit(self, event_type: str, payload: dict[str, Any], *, discriminator: Any = None) -> None:
         """Append a node-level event once: a replay of this execution appends nothing new."""

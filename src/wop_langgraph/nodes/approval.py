@@ -96,6 +96,7 @@ def request_approval(
         if route is not None:
             # Continue at the route, as an any_failed edge would; a ParentCommand aimed at this
             # task's own graph is applied as the node's result and is never retried.
+            call.context.routed_rejections.add(call.task_id)
             raise ParentCommand(Command(graph=call.task_ns, goto=route))
         reason = resolution.get("reason") or resolution.get("action")
         raise ApprovalRejected(

@@ -50,7 +50,12 @@ def resolve_with_token(
     require_intent(claims, "resolve")
     pending_for_token(state.host, claims)
     result = state.host.resolve(
-        claims.run_id, claims.node_id, resume_value, token_principal(claims, token), key=claims.interrupt_id
+        claims.run_id,
+        claims.node_id,
+        resume_value,
+        token_principal(claims, token),
+        key=claims.interrupt_id,
+        wait=False,
     )
     state.delivery.notify(claims.run_id)
     return claims, result
