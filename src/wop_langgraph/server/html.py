@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from wop_langgraph._clock import as_utc
 from wop_langgraph.protocol.errors import ValidationError, WopError
 from wop_langgraph.server import review_forms
-from wop_langgraph.server.review_fields import Form, FormRefused, submitted
+from wop_langgraph.server.review_fields import Form, FormRefused, reviewer_message, submitted
 from wop_langgraph.server.state import ServerState, server_state
 from wop_langgraph.server.token_actions import TokenReview, resolve_with_token, review_token
 
@@ -136,7 +136,7 @@ def _submit(state: ServerState, token: str, form: Form) -> HTMLResponse:
     except ValidationError as exc:
         path = str((exc.details or {}).get("path", ""))
         field = review_forms.field_for_path(payload, submitted(form, "action"), path)
-        errors = {field: _reviewer_message(exc)}
+        errors = {field: reviewer_message(exc)}
         return _review(state, token, review, form=form, errors=errors, status=400)
     except WopError as exc:
         if exc.code == "interrupt_already_resolved":
@@ -265,15 +265,6 @@ def _failure(exc: WopError) -> HTMLResponse:
     title, advice = _FAILURES.get(exc.code, _UNKNOWN_FAILURE)
     status = exc.status if exc.status < 500 else 500
     return _page(title, f"<p>{escape(advice)}</p>", status=status)
-
-
-def _reviewer_message(exc: ValidationError) -> str:
-    """The host's reason, shortened to the part a reviewer can act on."""
-    details = exc.details or {}
-    listed = details.get("errors")
-    if isinstance(listed, list) and listed and isinstance(listed[0], dict) and listed[0].get("message"):
-        return f"Not accepted: {listed[0]['message']}."
-    return f"Not accepted: {exc.message}."
 
 
 def _when(moment: datetime) -> str:

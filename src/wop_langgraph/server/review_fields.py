@@ -17,7 +17,19 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, Final, Literal
 
-__all__ = ["Field", "Form", "FormRefused", "fields_for", "read_fields", "render_field", "submitted"]
+from wop_langgraph.protocol.errors import ValidationError
+from wop_langgraph.protocol.jsonschema_check import validate_against_schema
+
+__all__ = [
+    "Field",
+    "Form",
+    "FormRefused",
+    "fields_for",
+    "read_fields",
+    "render_field",
+    "reviewer_message",
+    "submitted",
+]
 
 Form = Mapping[str, Sequence[str]]
 """A submitted form: field name -> values, as ``urllib.parse.parse_qs`` gives it."""
@@ -50,7 +62,7 @@ class Field:
 
     ``initial`` is the text shown before anything was submitted; ``text_only`` makes a
     schema-less field send text alone (no "send as JSON" choice); ``input`` overrides the
-    input the schema would get.
+    input the schema would get; ``missing`` is the message when a required field is left empty.
     """
 
     name: str
@@ -61,6 +73,7 @@ class Field:
     hint: str = ""
     text_only: bool = False
     input: Widget | None = None
+    missing: str = ""
 
     @property
     def widget(self) -> Widget:
@@ -117,13 +130,29 @@ def read_fields(fields: Sequence[Field], form: Form, *, prefix: str) -> Any:
         except _Refused as exc:
             errors[field.name] = str(exc)
             continue
-        if value is not _OMITTED:
-            values[field.name] = value
+        if value is _OMITTED:
+            continue
+        if isinstance(field.schema, Mapping):
+            # The host checks the same schema again; checking here names the field that failed.
+            try:
+                validate_against_schema(value, dict(field.schema), what="the answer")
+            except ValidationError as exc:
+                errors[field.name] = reviewer_message(exc)
+                continue
+        values[field.name] = value
     if errors:
         raise FormRefused(errors)
     if len(fields) == 1 and fields[0].name == prefix:
         return values.get(prefix)
     return {name.removeprefix(prefix + "."): value for name, value in values.items()}
+
+
+def reviewer_message(exc: ValidationError) -> str:
+    """A host refusal shortened to the part a reviewer can act on (the first failing rule)."""
+    listed = (exc.details or {}).get("errors")
+    if isinstance(listed, list) and listed and isinstance(listed[0], dict) and listed[0].get("message"):
+        return f"Not accepted: {listed[0]['message']}."
+    return f"Not accepted: {exc.message}."
 
 
 def submitted(form: Form | None, name: str) -> str | None:
@@ -239,6 +268,8 @@ def _read(field: Field, form: Form) -> Any:
     if not text.strip():
         if not field.required:
             return _OMITTED
+        if field.missing:
+            raise _Refused(field.missing)
         raise _Refused(
             "Please enter a number." if widget in ("integer", "number") else "Please write an answer."
         )

@@ -123,7 +123,8 @@ def forms(
 ) -> str:
     """The forms answering ``payload``; ``form`` and ``errors`` re-show a refused submission."""
     errors = errors or {}
-    action = f'method="post" action="{escape(post_to, quote=True)}"'
+    # novalidate: the server is the one judge, and its reasons appear beside the field.
+    action = f'method="post" action="{escape(post_to, quote=True)}" novalidate'
     top = f'<p class="error" role="alert">{escape(errors[""])}</p>' if errors.get("") else ""
     if payload.get("kind") == "approval":
         return top + "".join(
@@ -195,7 +196,15 @@ def _approval_fields(payload: Mapping[str, Any], name: str) -> list[Field]:
     if name == "edit-accept":
         artifact = data.get("artifactData")
         if isinstance(artifact, str):
-            return [Field("edited", "Your version of the text", initial=artifact, text_only=True)]
+            return [
+                Field(
+                    "edited",
+                    "Your version of the text",
+                    initial=artifact,
+                    text_only=True,
+                    missing="Your version is empty: write the text to approve, or use Reject.",
+                )
+            ]
         return [
             Field(
                 "edited",
@@ -209,10 +218,15 @@ def _approval_fields(payload: Mapping[str, Any], name: str) -> list[Field]:
         return [
             Field("sectionPath", "Section path", required=False, input="text"),
             Field("itemIds", "Item ids, separated by commas", required=False, input="text"),
-            Field("text", "What should change", text_only=True),
+            Field(
+                "text",
+                "What should change",
+                text_only=True,
+                missing="Say what should change before sending it back.",
+            ),
         ]
     if name == "ask":
-        return [Field("feedback", "Your question", text_only=True)]
+        return [Field("feedback", "Your question", text_only=True, missing="Type your question first.")]
     label = "Comment" if name == "accept" else "Reason"
     return [Field("feedback", label, required=False, text_only=True)]
 
