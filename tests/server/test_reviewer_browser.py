@@ -285,6 +285,7 @@ def test_a_vote_toward_a_quorum_says_it_was_counted(base_url: str, page: Page, s
     assert "0 of 2 needed" in page.inner_text(".meta")
     action_form(page, "accept").locator("button").click()
     assert page.inner_text(".outcome") == "Your vote: Accepted"
+    assert "Votes so far: 1." in page.inner_text("body")
     shoot(page, "09-vote-counted")
     assert snapshot(base_url, run_id)["status"] == "waiting-approval"
 
@@ -324,6 +325,8 @@ def test_clarification_inputs_follow_each_schema(base_url: str, page: Page, shoo
     page.fill("input[name='answer.count']", "3")
     page.click("button[type=submit]")
     assert page.inner_text("h1") == "Thank you: your answer was recorded"
+    shown = page.inner_text(".answers")
+    assert "Is it urgent?\nyes" in shown and "Who signs it?\n<b>A</b>" in shown
     shoot(page, "12-clarification-recorded")
     answers = resolved(base_url, run_id)["resumeValue"]["answers"]
     assert answers == {

@@ -44,11 +44,12 @@ _STYLE: Final = (
     ".field{margin:.75rem 0;border:0;padding:0}.field>label,.label{display:block}"
     "legend,.label{font-weight:600;padding:0}.hint{color:#666;font-size:.9rem;font-weight:normal}"
     ".check{display:block;margin:.2rem 0}.check.inline{display:inline;margin-left:.75rem}"
-    "textarea,input[type=text],input[type=number],select{width:100%;box-sizing:border-box;font:inherit;"
+    "input[type=number]{max-width:14rem}textarea,input[type=text],input[type=number],select{width:100%;box-sizing:border-box;font:inherit;"
     "padding:.35rem;margin-top:.25rem}textarea.code,pre{font-family:ui-monospace,monospace;font-size:.9rem}"
     "button{margin-top:.5rem;padding:.45rem 1.1rem;font:inherit;cursor:pointer}"
     "button.danger{color:#a40000}.explain{margin:.75rem 0 .25rem}"
     ".error{color:#a40000;font-weight:600;margin:.25rem 0}[aria-invalid=true]{border:2px solid #a40000}"
+    ".answers dt{font-weight:600;margin-top:.5rem}.answers dd{margin:0 0 0 1rem;white-space:pre-wrap}"
     ".outcome{font-size:1.15rem}.note{background:#fff8e1;border:1px solid #f0d98c;border-radius:6px;"
     "padding:.5rem .75rem}.send-as{margin-top:.25rem;font-size:.92rem}"
 )
@@ -198,7 +199,7 @@ def _outcome(state: ServerState, token: str, payload: Mapping[str, Any], value: 
     if payload.get("kind") != "approval":
         return _page(
             "Thank you: your answer was recorded",
-            f"<h2>Answer recorded</h2>{review_forms.show(value)}<p>The run continues with it.</p>",
+            f"{review_forms.show_answer(payload, value)}<p>The run continues with it.</p>",
         )
     action = str(value.get("action"))
     back = f'<p><a href="/interrupts/{escape(token, quote=True)}">Back to the request</a></p>'
@@ -210,11 +211,12 @@ def _outcome(state: ServerState, token: str, payload: Mapping[str, Any], value: 
                 f"for a decision.</p>{back}",
             )
         needed = int((payload.get("data") or {}).get("requiredApprovals") or 1)
+        votes = len(record.votes or [])
         return _page(
             "Thank you: your vote was counted",
             f'<p class="outcome">Your vote: <strong>{escape(_DECISIONS[action][0])}</strong></p>'
-            f"<p>This request needs {needed} reviewers to accept it; it stays open until enough "
-            "reviewers have answered.</p>",
+            f"<p>Votes so far: {votes}. This request needs {needed} reviewers to accept it; it stays "
+            "open until enough reviewers have answered.</p>",
         )
     decided = str(((record.resolution or {}) if record is not None else {}).get("action") or action)
     label, next_step = _DECISIONS.get(decided, (decided, ""))

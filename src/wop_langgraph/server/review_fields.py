@@ -172,7 +172,7 @@ def render_field(field: Field, form: Form | None, error: str | None) -> str:
     message = f'<p class="error" id="{error_id}">{escape(error)}</p>' if error else ""
     hint = f'<span class="hint">{escape(field.hint)}</span>' if field.hint else ""
     optional = "" if field.required or field.widget == "checkbox" else ' <span class="hint">(optional)</span>'
-    label = f'<span class="label">{escape(field.label)}</span>{optional}'
+    label = f'<span class="label">{escape(field.label)}{optional}</span>'
     widget = field.widget
     if widget == "choice":
         return _render_choice(field, raw, label + hint, message, described)
@@ -197,7 +197,7 @@ def render_field(field: Field, form: Form | None, error: str | None) -> str:
     elif widget == "text":
         control = f'<input type="text" name="{name}" value="{escape(text, quote=True)}"{described}>'
     else:
-        rows = max(4, min(20, text.count("\n") + 2))
+        rows = max(4 if field.required else 2, min(20, text.count("\n") + 2))
         css = ' class="code"' if widget == "json" else ""
         control = f'<textarea name="{name}" rows="{rows}"{css}{described}>{escape(text)}</textarea>'
         if widget == "free" and not field.text_only:

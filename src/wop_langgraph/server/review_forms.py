@@ -34,6 +34,7 @@ __all__ = [
     "forms",
     "resume_value",
     "show",
+    "show_answer",
     "title_of",
 ]
 
@@ -123,21 +124,28 @@ def forms(
 ) -> str:
     """The forms answering ``payload``; ``form`` and ``errors`` re-show a refused submission."""
     errors = errors or {}
-    # novalidate: the server is the one judge, and its reasons appear beside the field.
-    action = f'method="post" action="{escape(post_to, quote=True)}" novalidate'
     top = f'<p class="error" role="alert">{escape(errors[""])}</p>' if errors.get("") else ""
     if payload.get("kind") == "approval":
-        return top + "".join(
-            _approval_form(action, payload, name, form, errors) for name in _actions(payload)
-        )
+        actions = _actions(payload)
+        if submitted(form, "action") in actions:
+            top = ""  # shown inside the form that was sent
+        return top + "".join(_approval_form(post_to, payload, name, form, errors) for name in actions)
     fields = _answer_fields(payload)
     body = "".join(render_field(f, form, errors.get(f.name)) for f in fields)
-    button = "Send answers" if payload.get("kind") == "clarification" else "Send answer"
+    several = payload.get("kind") == "clarification" and len(fields) > 1
     return (
-        f'{top}<form class="answer" {action}>{body}'
-        f'<p class="explain">Sends your answer; the run continues with it.</p>'
-        f'<button type="submit">{button}</button></form>'
+        f"{top}<form {_form_attributes(post_to, 'answer')}>{body}"
+        f'<p class="explain">Sends your {"answers" if several else "answer"}; the run continues with '
+        f"{'them' if several else 'it'}.</p>"
+        f'<button type="submit">{"Send answers" if several else "Send answer"}</button></form>'
     )
+
+
+def _form_attributes(post_to: str, anchor: str) -> str:
+    # The fragment brings a refused form back into view; novalidate leaves every judgement to
+    # the server, whose reasons appear beside the field.
+    target = escape(f"{post_to}#{anchor}", quote=True)
+    return f'id="{escape(anchor, quote=True)}" method="post" action="{target}" novalidate'
 
 
 def resume_value(payload: Mapping[str, Any], form: Form) -> Any:
@@ -175,16 +183,18 @@ def _actions(payload: Mapping[str, Any]) -> list[str]:
 
 
 def _approval_form(
-    action: str, payload: Mapping[str, Any], name: str, form: Form | None, errors: Mapping[str, str]
+    post_to: str, payload: Mapping[str, Any], name: str, form: Form | None, errors: Mapping[str, str]
 ) -> str:
     mine = form is not None and submitted(form, "action") == name
     shown, errs = (form, errors) if mine else (None, {})
     fields = "".join(render_field(f, shown, errs.get(f.name)) for f in _approval_fields(payload, name))
     if name == "refine":
         fields = _scope_select(shown) + fields
+    if errs.get(""):
+        fields = f'<p class="error" role="alert">{escape(errs[""])}</p>' + fields
     danger = ' class="danger"' if name == "reject" else ""
     return (
-        f'<form class="action" {action}>'
+        f'<form class="action" {_form_attributes(post_to, f"answer-{name}")}>'
         f'<input type="hidden" name="action" value="{escape(name, quote=True)}">'
         f'<p class="explain"><strong>{escape(ACTION_LABELS[name])}</strong>: {escape(_EXPLAIN[name])}</p>'
         f'{fields}<button type="submit"{danger}>{escape(ACTION_LABELS[name])}</button></form>'
@@ -315,6 +325,27 @@ def show(value: Any) -> str:
     if isinstance(value, str):
         return f'<div class="text">{escape(value)}</div>'
     return f'<pre class="code">{escape(json.dumps(value, indent=2, ensure_ascii=False))}</pre>'
+
+
+def show_answer(payload: Mapping[str, Any], value: Any) -> str:
+    """The answer a reviewer gave, as they would read it (each question beside its answer)."""
+    if payload.get("kind") == "clarification" and isinstance(value, Mapping):
+        answers: Mapping[str, Any] = value.get("answers") or {}
+        rows = "".join(
+            f"<dt>{escape(str(q.get('question', '')))}</dt>"
+            f"<dd>{escape(_plain(answers.get(q.get('id'))))}</dd>"
+            for q in (payload.get("data") or {}).get("questions", [])
+        )
+        return f'<dl class="answers">{rows}</dl>'
+    return f"<h2>Your answer</h2>{show(value)}"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _unescape_pointer(part: str) -> str:
