@@ -34,7 +34,11 @@ QUESTIONS = [
         "schema": {"type": "integer", "minimum": 1, "maximum": 10},
     },
     {"id": "budget", "question": "Budget in euros?", "schema": {"type": "number"}},
-    {"id": "name", "question": "Who signs it?", "schema": {"type": "string", "minLength": 2}},
+    {
+        "id": "name",
+        "question": "Who signs it? <i>Full name</i>",
+        "schema": {"type": "string", "minLength": 2},
+    },
 ]
 
 

@@ -305,6 +305,7 @@ def test_clarification_inputs_follow_each_schema(base_url: str, page: Page, shoo
     )
     assert page.locator("input[type=number][name='answer.budget']").get_attribute("step") == "any"
     assert page.locator("input[type=text][name='answer.name']").count() == 1
+    assert "Who signs it? <i>Full name</i>" in page.inner_text("form") and page.locator("i").count() == 0
 
     # Refused: no colour, a count over the maximum (the host's schema check), a one-letter name.
     page.select_option("select[name='answer.region']", label="ap-south")
@@ -326,7 +327,7 @@ def test_clarification_inputs_follow_each_schema(base_url: str, page: Page, shoo
     page.click("button[type=submit]")
     assert page.inner_text("h1") == "Thank you: your answer was recorded"
     shown = page.inner_text(".answers")
-    assert "Is it urgent?\nyes" in shown and "Who signs it?\n<b>A</b>" in shown
+    assert "Is it urgent?\nyes" in shown and "Who signs it? <i>Full name</i>\n<b>A</b>" in shown
     shoot(page, "12-clarification-recorded")
     answers = resolved(base_url, run_id)["resumeValue"]["answers"]
     assert answers == {
