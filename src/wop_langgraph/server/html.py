@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from wop_langgraph._clock import as_utc
 from wop_langgraph.protocol.errors import ValidationError, WopError
 from wop_langgraph.server import review_forms
-from wop_langgraph.server.review_fields import Form, FormRefused, reviewer_message, submitted
+from wop_langgraph.server.review_fields import Form, FormRefused, reviewer_message
 from wop_langgraph.server.state import ServerState, server_state
 from wop_langgraph.server.token_actions import TokenReview, resolve_with_token, review_token
 
@@ -100,7 +100,7 @@ def review_page(state: ServerState, token: str) -> HTMLResponse:
     except WopError as exc:
         return _failure(exc)
     if not review.is_open:
-        return _closed(state, review)
+        return _closed(review)
     return _review(state, token, review)
 
 
@@ -124,7 +124,7 @@ def _submit(state: ServerState, token: str, form: Form) -> HTMLResponse:
     except WopError as exc:
         return _failure(exc)
     if not review.is_open:
-        return _closed(state, review)
+        return _closed(review)
     if review.claims.intent != "resolve":
         return _review(state, token, review, status=403)
     payload = review.record.payload
@@ -136,13 +136,16 @@ def _submit(state: ServerState, token: str, form: Form) -> HTMLResponse:
         resolve_with_token(state, token, value)
     except ValidationError as exc:
         path = str((exc.details or {}).get("path", ""))
-        field = review_forms.field_for_path(payload, submitted(form, "action"), path)
+        field = review_forms.field_for_path(payload, path)
         errors = {field: reviewer_message(exc)}
         return _review(state, token, review, form=form, errors=errors, status=400)
     except WopError as exc:
-        if exc.code == "interrupt_already_resolved":
-            return _closed(state, review_token(state, token))
-        return _failure(exc)
+        if exc.code != "interrupt_already_resolved":
+            return _failure(exc)
+        try:  # answered meanwhile (another reviewer, a timeout, a cancel): say what happened
+            return _closed(review_token(state, token))
+        except WopError as again:
+            return _failure(again)
     return _outcome(state, token, payload, value)
 
 
@@ -212,9 +215,10 @@ def _outcome(state: ServerState, token: str, payload: Mapping[str, Any], value: 
             )
         needed = int((payload.get("data") or {}).get("requiredApprovals") or 1)
         votes = len(record.votes or [])
+        vote = _DECISIONS.get(action, (action, ""))[0]
         return _page(
             "Thank you: your vote was counted",
-            f'<p class="outcome">Your vote: <strong>{escape(_DECISIONS[action][0])}</strong></p>'
+            f'<p class="outcome">Your vote: <strong>{escape(vote)}</strong></p>'
             f"<p>Votes so far: {votes}. This request needs {needed} reviewers to accept it; it stays "
             "open until enough reviewers have answered.</p>",
         )
@@ -227,7 +231,7 @@ def _outcome(state: ServerState, token: str, payload: Mapping[str, Any], value: 
     )
 
 
-def _closed(state: ServerState, review: TokenReview) -> HTMLResponse:
+def _closed(review: TokenReview) -> HTMLResponse:
     """Why a link can no longer be answered, and what was decided if anything was."""
     record = review.record
     is_approval = record.kind == "approval"

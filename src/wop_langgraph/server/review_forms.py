@@ -162,11 +162,14 @@ def resume_value(payload: Mapping[str, Any], form: Form) -> Any:
     return read_fields(_answer_fields(payload), form, prefix="value")
 
 
-def field_for_path(payload: Mapping[str, Any], action: str | None, path: str) -> str:
-    """The form field a host error's JSON pointer (``details.path``) points at, or '' for the form."""
+def field_for_path(payload: Mapping[str, Any], path: str) -> str:
+    """The form field a host error's JSON pointer (``details.path``) points at, or '' for the form.
+
+    An approval's refusals (an action or member the form never offers) belong to the form sent.
+    """
     parts = path.removeprefix("/resumeValue").strip("/").split("/") if path else []
     if payload.get("kind") == "approval":
-        return {"edit-accept": "edited", "refine": "text", "ask": "feedback"}.get(action or "", "")
+        return ""
     if payload.get("kind") == "clarification":
         if len(parts) >= 2 and parts[0] == "answers":
             return f"answer.{_unescape_pointer(parts[1])}"
