@@ -89,3 +89,6 @@ def test_rendering_escapes_and_keeps_what_was_typed() -> None:
     assert "<script>" not in html and "<b>" not in html and "<thing>" not in html
     assert 'value="&quot;&gt;&lt;script&gt;x&lt;/script&gt;"' in html
     assert 'name="answer.q&lt;1&gt;"' in html and 'aria-invalid="true"' in html
+    # A text area keeps a leading newline (HTML drops the first one after the tag).
+    area = render_field(Field("edited", "Text", initial="\nindented", text_only=True), None, None)
+    assert ">\n\nindented</textarea>" in area

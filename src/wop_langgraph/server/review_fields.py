@@ -173,6 +173,7 @@ def render_field(field: Field, form: Form | None, error: str | None) -> str:
     hint = f'<span class="hint">{escape(field.hint)}</span>' if field.hint else ""
     optional = "" if field.required or field.widget == "checkbox" else ' <span class="hint">(optional)</span>'
     label = f'<span class="label">{escape(field.label)}{optional}</span>'
+    after = ""
     widget = field.widget
     if widget == "choice":
         return _render_choice(field, raw, label + hint, message, described)
@@ -199,10 +200,11 @@ def render_field(field: Field, form: Form | None, error: str | None) -> str:
     else:
         rows = max(4 if field.required else 2, min(20, text.count("\n") + 2))
         css = ' class="code"' if widget == "json" else ""
-        control = f'<textarea name="{name}" rows="{rows}"{css}{described}>{escape(text)}</textarea>'
+        # HTML drops one newline right after <textarea>: write one so the text keeps its own.
+        control = f'<textarea name="{name}" rows="{rows}"{css}{described}>\n{escape(text)}</textarea>'
         if widget == "free" and not field.text_only:
-            control += _render_send_as(field, form)
-    return f'<div class="field"><label>{label}{hint}{message}{control}</label></div>'
+            after = _render_send_as(field, form)  # its own labels: outside the field's label
+    return f'<div class="field"><label>{label}{hint}{message}{control}</label>{after}</div>'
 
 
 def _render_choice(field: Field, raw: str | None, label: str, message: str, described: str) -> str:
