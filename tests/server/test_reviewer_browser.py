@@ -406,3 +406,34 @@ def test_bad_links_say_what_happened_and_what_to_do(base_url: str, page: Page, s
     assert response is not None and response.status == 409
     assert page.inner_text("h1") == "This request was withdrawn"
     shoot(page, "19-withdrawn")
+
+
+def test_the_example_review_publishes_the_reviewers_edit(
+    tmp_path: Path, page: Page, shoot: Callable[[Page, str], None]
+) -> None:
+    # The graph the README serves (`wop_langgraph.examples.review:workflows`), edited in the page.
+    with served(
+        f"sqlite:///{tmp_path / 'example.db'}", target="wop_langgraph.examples.review:workflows"
+    ) as base:
+        created = httpx.post(
+            f"{base}/runs",
+            json={"workflowId": "announcement-review", "inputs": {"topic": "v1"}},
+            headers=ALICE,
+        )
+        run_id = str(created.json()["runId"])
+        wait_for(base, run_id, WAITING)
+        minted = httpx.post(
+            f"{base}/runs/{project_id(run_id)}/interrupts/review/tokens", json={}, headers=ALICE
+        )
+        page.goto(str(minted.json()["url"]))
+        assert page.inner_text(".text") == "We are happy to announce v1."
+        shoot(page, "20-example-review")
+        page.fill("#answer-edit-accept textarea[name=edited]", "We are happy to announce v1, today.")
+        page.click("#answer-edit-accept button")
+        assert page.inner_text(".outcome") == "Decision recorded: Accepted with your edits"
+        wait_for(base, run_id, ("completed",))
+        events = httpx.get(
+            f"{base}/runs/{project_id(run_id)}/events/poll", params={"timeout": 1}, headers=READER
+        )
+        completed = [e for e in events.json()["events"] if e["type"] == "run.completed"]
+        assert completed[0]["payload"]["outputs"]["published"] == "We are happy to announce v1, today."
