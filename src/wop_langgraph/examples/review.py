@@ -35,12 +35,12 @@ def review(state: ReviewState) -> dict[str, Any]:
         "text/plain",
         "Publish the announcement?",
         actions=["accept", "edit-accept", "reject"],
-        artifact_data={"text": state["draft"]},
+        artifact_data=state["draft"],  # the text itself: the reviewer page shows and edits it as text
         description="The announcement goes out to every customer.",
     )
     text = state["draft"]
-    if decision.action == "edit-accept" and isinstance(decision.edited_artifact_data, dict):
-        text = str(decision.edited_artifact_data.get("text", text))
+    if decision.action == "edit-accept" and isinstance(decision.edited_artifact_data, str):
+        text = decision.edited_artifact_data
     return {"decision": decision.action, "draft": text}
 
 
