@@ -75,10 +75,10 @@ def request_credential(
     """Ask a person to connect a credential; returns ``authorized`` or ``declined``.
 
     The interrupt carries no credential material: only where to connect and why. Off unless
-    the host enables credentials.
+    the host enables credentials; outside the host (plain LangGraph) always available.
     """
     call = current_call()
-    if not call.context.credentials:
+    if call.context is not None and not call.context.credentials:
         raise CapabilityRequired(
             "credential interrupts are not enabled on this host (WopHost(credentials=True))",
             details={"capability": "oauth.credentialInterrupt"},
