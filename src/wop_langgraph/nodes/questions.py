@@ -69,12 +69,13 @@ def request_credential(
     reason: str,
     connect_url: str,
     *,
-    credential_ref: str | None = None,
+    credential_ref: Mapping[str, Any] | None = None,
     timeout: timedelta | float | None = None,
 ) -> str:
     """Ask a person to connect a credential; returns ``authorized`` or ``declined``.
 
-    The interrupt carries no credential material: only where to connect and why. Off unless
+    The interrupt carries no credential material: only where to connect and why
+    (``credential_ref`` is a credential-reference object, e.g. ``{"id": "gh-1"}``). Off unless
     the host enables credentials; outside the host (plain LangGraph) always available.
     """
     call = current_call()
@@ -90,7 +91,7 @@ def request_credential(
         "connectUrl": connect_url,
     }
     if credential_ref is not None:
-        data["credentialRef"] = credential_ref
+        data["credentialRef"] = dict(credential_ref)
     delivery = suspend("credential", data, resume_schema=CREDENTIAL_RESUME_SCHEMA, timeout=timeout, call=call)
     outcome: str = _answered(delivery).resume_value["outcome"]
     return outcome
