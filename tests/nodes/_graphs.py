@@ -87,7 +87,11 @@ def low_confidence(state: State) -> State:
 
 def credential(state: State) -> State:
     outcome = request_credential(
-        "github", ["repo"], "missing", "https://host.example/oauth/connect/github", credential_ref={"id": "gh-1"}
+        "github",
+        ["repo"],
+        "missing",
+        "https://host.example/oauth/connect/github",
+        credential_ref={"id": "gh-1"},
     )
     return {"result": outcome}
 
