@@ -1,4 +1,8 @@
-"""Node calls that wait for input: clarifications, external events, credentials, custom kinds."""
+"""Node calls that wait for input: clarifications, external events, credentials, custom kinds.
+
+A ``timeout`` is enforced by the host (the node then fails with ``interrupt_expired``); outside
+the host it is carried in the payload as ``timeoutMs`` and nothing enforces it.
+"""
 
 from __future__ import annotations
 
