@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import is_invalid_resume
+from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
-from tests.host._graphs import ALICE, CUSTOM_RESUME_SCHEMA
+from tests.host._graphs import ALICE, CUSTOM_RESUME_SCHEMA, State
 from tests.host._support import HostFactory
 from tests.nodes import _graphs as g
-from tests.nodes._trace import plain_config
+from tests.nodes._trace import plain_config, without_key
 from wop_langgraph.host import Membership, Principal
 from wop_langgraph.nodes import request_approval
 from wop_langgraph.protocol.errors import CapabilityRequired, ValidationError, WopError
@@ -164,3 +165,31 @@ def test_a_bad_escalation_threshold_in_configurable_is_refused(bad: Any) -> None
     config["configurable"]["run"] = {"escalationThreshold": bad}
     with pytest.raises(ValidationError, match="escalationThreshold"):
         graph.invoke({"decision": "refund", "confidence": 0.75}, config)
+
+
+def test_a_gate_inside_a_subgraph_is_named_parent_dot_child_in_both_worlds(make_host: HostFactory) -> None:
+    inner = StateGraph(State)
+    inner.add_node("child", g.approval())
+    inner.add_edge(START, "child")
+    inner.add_edge("child", END)
+    outer = StateGraph(State)
+    outer.add_node("parent", inner.compile())
+    outer.add_edge(START, "parent")
+    outer.add_edge("parent", END)
+    graph = outer.compile(checkpointer=InMemorySaver())
+
+    config = plain_config("thread-sub")
+    (asked,) = graph.invoke({}, config)["__interrupt__"]
+    assert asked.value["key"].startswith("thread-sub:parent.child:")
+    plain = graph.invoke(Command(resume={"action": "accept"}), config)
+    assert plain["result"]["decision"] == "granted"
+
+    host = make_host()
+    host.register("sub", graph)
+    run_id = host.create_run("sub", {}, owner=ALICE)["runId"]
+    (pending,) = host.pending_interrupts(run_id)
+    assert pending.node_id == "parent.child"
+    assert without_key(pending.payload) == without_key(asked.value)
+    host.resolve(run_id, "parent.child", {"action": "accept"}, ALICE)
+    (completed,) = [e for e in host.events(run_id) if e["type"] == "run.completed"]
+    assert completed["payload"]["outputs"] == plain
