@@ -47,6 +47,8 @@ class Scenario:
     inputs: dict[str, Any] = field(default_factory=dict)
     again: Callable[[g.State], bool] | None = None
     suspensions: int = 1
+    state: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -70,6 +72,7 @@ SCENARIOS: dict[str, Scenario] = {
         refused=0,
         outcome="failed",
         result="approval_rejected",
+        message="was rejected (reject)",
     ),
     "approval-majority-reject": Scenario(
         g.approval(rejection_policy="majority"),
@@ -77,6 +80,7 @@ SCENARIOS: dict[str, Scenario] = {
         refused=0,
         outcome="failed",
         result="approval_rejected",
+        message="was rejected (quorum-reject)",
     ),
     "approval-ask-then-edit": Scenario(
         g.approval(actions=ALL_ACTIONS, description="Check the wording.", timeout=3600, on_timeout="reject"),
@@ -199,6 +203,7 @@ SCENARIOS: dict[str, Scenario] = {
         outcome="completed",
         again=g.chat_again,
         suspensions=2,
+        state={"log": ["hi", "bye"], "done": True},
     ),
     "two-asks-in-one-node": Scenario(
         g.two_asks,
@@ -215,6 +220,7 @@ SCENARIOS: dict[str, Scenario] = {
         outcome="completed",
         again=g.loop_again,
         suspensions=2,
+        state={"log": ["one", "two"], "rounds": 2},
     ),
 }
 
@@ -244,8 +250,11 @@ def check_expected(scenario: Scenario, trace: list[Step]) -> None:
             assert step[3], "a refused value leaves the interrupt pending"
     if scenario.outcome == "failed":
         assert trace[-1][1]["code"] == scenario.result
+        assert scenario.message in trace[-1][1]["message"]
     elif scenario.result is not None:
         assert trace[-1][1]["result"] == scenario.result
+    for name, expected in scenario.state.items():
+        assert trace[-1][1][name] == expected, name
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
