@@ -65,9 +65,11 @@ def app(host: WopHost, db_url: str) -> FastAPI:
 async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     """A client of the app, served with its lifespan: the workers drive runs as in production."""
     transport = httpx.ASGITransport(app=app)
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
-            yield c
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://testserver") as c,
+    ):
+        yield c
 
 
 RESTING = frozenset({"completed", "failed", "cancelled"}) | {

@@ -9,7 +9,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from wop_langgraph.nodes import request_approval
 
-__all__ = ["WORKFLOW_ID", "ReviewState", "build_review_graph", "workflows"]
+__all__ = ["WORKFLOW_ID", "ReviewState", "build_review_graph", "graph", "workflows"]
 
 WORKFLOW_ID = "announcement-review"
 
@@ -65,3 +65,8 @@ def build_review_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
 def workflows() -> dict[str, CompiledStateGraph[Any, Any, Any, Any]]:
     """``{workflowId: graph}`` for ``wop-langgraph serve wop_langgraph.examples.review:workflows``."""
     return {WORKFLOW_ID: build_review_graph()}
+
+
+#: The compiled graph that ``langgraph.json`` names, for ``langgraph dev`` and LangGraph Studio
+#: (they bind their own checkpointer). Compiling opens no connection and starts no thread.
+graph = build_review_graph()

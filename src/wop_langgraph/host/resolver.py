@@ -23,7 +23,7 @@ from wop_langgraph._clock import iso_z
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.validation import check_resume_value, require_json
-from wop_langgraph.protocol.approval import ApprovalResume, EditAcceptResume, RefineResume
+from wop_langgraph.protocol.approval import ApprovalResume
 from wop_langgraph.protocol.errors import (
     Forbidden,
     IdempotencyInFlight,
@@ -34,7 +34,7 @@ from wop_langgraph.protocol.errors import (
     NotFound,
     WopError,
 )
-from wop_langgraph.protocol.quorum import Tally, Vote, tally
+from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally
 from wop_langgraph.store import idempotency
 from wop_langgraph.store.events import NewEvent, append_events
 from wop_langgraph.store.interrupts import (
@@ -272,7 +272,7 @@ class Resolver:
             set_votes(conn, current.interrupt_id, [v.as_json() for v in votes])
             if not outcome.decided:
                 return False, None
-            resolution = _approval_resolution(outcome, parsed)
+            resolution = approval_resolution(outcome, parsed)
             _claim_in(conn, current, resume_value, resolution, principal.subject(), now)
             enqueue(conn, current.run_id, now=now, running=True)
             return True, "running"
@@ -366,19 +366,6 @@ def _turns_so_far(conn: Connection, run_id: str, conversation_id: str) -> int:
         for r in rows
         if r.kind == "conversation.exchange" and r.payload["data"].get("conversationId") == conversation_id
     )
-
-
-def _approval_resolution(outcome: Tally, parsed: ApprovalResume) -> dict[str, Any]:
-    resolution: dict[str, Any] = {"action": outcome.action}
-    if outcome.decision is not None:
-        resolution["decision"] = outcome.decision
-    if outcome.reason is not None:
-        resolution["reason"] = outcome.reason
-    if isinstance(parsed, RefineResume):
-        resolution["refineFeedback"] = parsed.refine_feedback.to_wire()
-    if isinstance(parsed, EditAcceptResume):
-        resolution["editedArtifactData"] = parsed.edited_artifact_data
-    return resolution
 
 
 def _replayed_error(body: Any) -> WopError:
