@@ -242,14 +242,20 @@ def test_repeat_vote_by_the_same_voter_is_idempotent(host: WopHost) -> None:
     assert host.snapshot(run_id)["status"] == "completed"
 
 
-def test_quorum_voters_told_apart_by_resume_voter(host: WopHost) -> None:
+def test_resume_voter_confers_no_identity(host: WopHost) -> None:
+    """One principal cannot fill a quorum by naming other voters (or a decidedBy) in the value."""
     run_id, _ = start(host, approval_graph(required_approvals=2))
-    assert host.resolve(run_id, "review", {"action": "accept", "voter": "v1"}, ALICE)["status"] == (
-        "waiting-approval"
-    )
-    assert host.resolve(run_id, "review", {"action": "accept", "voter": "v2"}, ALICE)["status"] == (
+    for value in (
+        {"action": "accept", "voter": "v1"},
+        {"action": "accept", "voter": "v2"},
+        {"action": "accept", "voter": "bob", "decidedBy": "bob"},
+    ):
+        assert host.resolve(run_id, "review", value, ALICE)["status"] == "waiting-approval"
+    assert [v["voter"] for v in only_pending(host, run_id).votes] == ["alice"]
+    assert host.resolve(run_id, "review", {"action": "accept", "voter": "alice"}, BOB)["status"] == (
         "completed"
     )
+    assert resolved(host, run_id)["resumeValue"]["voter"] == "alice"  # recorded as sent, opaque
 
 
 def test_single_veto_rejects_at_once(host: WopHost) -> None:

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
@@ -50,7 +51,7 @@ def test_sigkill_after_claim_then_recover_completes_once(
     (gate,) = host.interrupts(run_id)
     assert gate.status == "resolved"
     assert gate.consumed_at is None
-    assert gate.resume_value == {"action": "accept", "feedback": "ship it"}
+    assert gate.resume_value == {"action": "accept", "feedback": "ship it", "decidedAt": ANY}
     assert host.snapshot(run_id)["status"] not in ("completed", "failed", "cancelled")
 
     assert host.recover() == 1
@@ -63,7 +64,7 @@ def test_sigkill_after_claim_then_recover_completes_once(
     assert len(payloads(docs, "interrupt.requested")) == 1
     (resolved,) = payloads(docs, "interrupt.resolved")
     assert resolved["interruptId"] == gate.interrupt_id
-    assert resolved["resumeValue"] == {"action": "accept", "feedback": "ship it"}
+    assert resolved["resumeValue"] == gate.resume_value  # normalised: decidedAt stamped on receipt
     # In this (parent) process the node ran past its gate exactly once, and published once.
     assert count("review:past") == 1
     assert count("publish") == 1

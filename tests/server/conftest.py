@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -62,9 +63,40 @@ def app(host: WopHost, db_url: str) -> FastAPI:
 
 @pytest.fixture
 async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the app, served with its lifespan: the workers drive runs as in production."""
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://testserver") as c,
+    ):
         yield c
+
+
+RESTING = frozenset({"completed", "failed", "cancelled"}) | {
+    "waiting-approval",
+    "waiting-input",
+    "waiting-external",
+}
+
+
+async def at_rest(
+    client: httpx.AsyncClient, run_id: str, headers: dict[str, str] | None = None, timeout: float = 15.0
+) -> dict[str, Any]:
+    """The run's snapshot once no worker drives it (waiting on an interrupt, or ended).
+
+    The API answers at commit, so a test reads the run's next resting state by polling its
+    snapshot, as a client would (bounded by ``timeout``).
+    """
+    path = "/runs/" + run_id.replace("/", "~2F")
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        response = await client.get(path, headers=headers or ALICE)
+        assert response.status_code == 200, response.text
+        snapshot: dict[str, Any] = response.json()
+        if snapshot["status"] in RESTING:
+            return snapshot
+        assert asyncio.get_running_loop().time() < deadline, f"run {run_id} still {snapshot['status']}"
+        await asyncio.sleep(0.02)
 
 
 def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:

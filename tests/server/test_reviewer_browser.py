@@ -1,18 +1,29 @@
-"""The reviewer page in a real headless Chromium against a real server process: no JavaScript needed."""
+"""The reviewer page in a real headless Chromium with JavaScript off, against a real server process.
+
+Each test drives one page state as a reviewer would (fill in, click) and checks both what the page
+says and what the run received (the ``interrupt.resolved`` event). Every state is screenshotted
+into the test's temporary folder, and also into ``$WOP_SCREENS_DIR`` when that is set, for a
+person to look at.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.server.conftest import ALICE, READER
 from tests.server.process import served
+from tests.server.review_graphs import OBJECT_ARTIFACT, TEXT_ARTIFACT
 from wop_langgraph.protocol.ids import project_id
 
 pytestmark = pytest.mark.slow
@@ -28,74 +39,401 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+WAIT_SECONDS = 30.0
+WAITING = ("waiting-approval", "waiting-input", "waiting-external")
+# Words of a developer message that must never reach a reviewer.
+DEVELOPER_WORDS = re.compile(r"Traceback|\bmac\b|base64|kid|ow2\.|interrupt_token_invalid|43 characters")
 
 
-@pytest.fixture
-def base_url(sqlite_url: str) -> Iterator[str]:
-    with served(sqlite_url) as base:
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    db = tmp_path_factory.mktemp("reviewer") / "wop.db"
+    with served(f"sqlite:///{db}", target="tests.server.review_graphs:WORKFLOWS") as base:
         yield base
 
 
-@pytest.fixture
-def browser_page() -> Iterator[Page]:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
     if CHROMIUM is None:
         pytest.skip("headless Chromium is not installed (Debian package 'chromium'; .ci/run installs it)")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            # JavaScript off: the page must work as plain HTML forms.
-            yield browser.new_page(java_script_enabled=False)
+            yield launched
         finally:
-            browser.close()
+            launched.close()
 
 
-def link(base: str, run_id: str, node: str, **body: object) -> str:
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    # JavaScript off: the page must work as plain HTML forms.
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 900, "height": 900})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def shoot(tmp_path: Path) -> Callable[[Page, str], None]:
+    """Screenshot the whole page as ``<name>.png`` (and copy it to ``$WOP_SCREENS_DIR``)."""
+    extra = os.environ.get("WOP_SCREENS_DIR")
+
+    def take(page: Page, name: str) -> None:
+        path = tmp_path / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        if extra:
+            Path(extra).mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, Path(extra) / path.name)
+
+    return take
+
+
+def start(base: str, workflow: str) -> str:
+    """Create a run and wait (bounded) until it is suspended at its question."""
+    created = httpx.post(f"{base}/runs", json={"workflowId": workflow}, headers=ALICE, timeout=60)
+    assert created.status_code == 201, created.text
+    run_id = str(created.json()["runId"])
+    wait_for(base, run_id, WAITING)
+    return run_id
+
+
+def snapshot(base: str, run_id: str) -> dict[str, Any]:
+    response = httpx.get(f"{base}/runs/{project_id(run_id)}", headers=READER, timeout=30)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def wait_for(base: str, run_id: str, statuses: tuple[str, ...]) -> dict[str, Any]:
+    """Poll the snapshot until its status is one of ``statuses`` (the engine may answer at commit)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        snap = snapshot(base, run_id)
+        if snap["status"] in statuses:
+            return snap
+        assert time.monotonic() < deadline, f"run stayed {snap['status']}, expected one of {statuses}"
+        time.sleep(0.1)
+
+
+def resolved(base: str, run_id: str) -> dict[str, Any]:
+    """The payload of the run's ``interrupt.resolved`` event, waiting (bounded) for it."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        response = httpx.get(
+            f"{base}/runs/{project_id(run_id)}/events/poll", params={"timeout": 1}, headers=READER, timeout=30
+        )
+        events = [e for e in response.json()["events"] if e["type"] == "interrupt.resolved"]
+        if events:
+            payload: dict[str, Any] = events[0]["payload"]
+            return payload
+        assert time.monotonic() < deadline, "no interrupt.resolved event"
+        time.sleep(0.1)
+
+
+def link(base: str, run_id: str, **body: object) -> str:
     response = httpx.post(
-        f"{base}/runs/{project_id(run_id)}/interrupts/{node}/tokens", json=body, headers=ALICE, timeout=30
+        f"{base}/runs/{project_id(run_id)}/interrupts/ask/tokens", json=body, headers=ALICE, timeout=30
     )
     assert response.status_code == 201, response.text
     return str(response.json()["url"])
 
 
-def status(base: str, run_id: str) -> str:
-    return str(httpx.get(f"{base}/runs/{project_id(run_id)}", headers=READER, timeout=30).json()["status"])
+def meta(page: Page, label: str) -> str:
+    """The value the page shows beside ``label`` in its "who asked" list."""
+    return str(
+        page.locator(f"xpath=//dl[@class='meta']/dt[.='{label}']/following-sibling::dd[1]").inner_text()
+    )
 
 
-def test_accept_an_approval_then_answer_a_clarification(
-    base_url: str, browser_page: Page, tmp_path: Path
-) -> None:
-    page = browser_page
-    created = httpx.post(f"{base_url}/runs", json={"workflowId": "review"}, headers=ALICE, timeout=60)
-    run_id = created.json()["runId"]
+def action_form(page: Page, action: str) -> Any:
+    """The form of one approval action (each action has its own form)."""
+    return page.locator(f"form:has(input[name=action][value='{action}'])")
 
-    approval_link = link(base_url, run_id, "review")
-    page.goto(approval_link)
+
+def error_beside(page: Page, form: Any, field: str) -> str:
+    """The error message shown for ``field`` in ``form``; the field is marked invalid."""
+    control = form.locator(f"[name='{field}']").first
+    assert control.get_attribute("aria-invalid") == "true"
+    return str(form.locator(f"[id='error-{field}']").inner_text())
+
+
+def test_text_approval_shows_who_asked_and_every_action(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "text-review")
+    page.goto(link(base_url, run_id))
     body = page.inner_text("body")
-    assert "Publish the draft?" in body and "Allowed actions: accept, reject" in body
-    page.screenshot(path=str(tmp_path / "approval.png"))
-    page.click("button[value=accept]")
-    assert "your answer was recorded" in page.inner_text("body")
-    assert status(base_url, run_id) == "waiting-input"
+    shoot(page, "01-approval-text")
+    # Escaped title, who asked, when the link expires (readable UTC, a 30-minute default).
+    assert page.inner_text("h1") == "Publish the <em>release</em> note?"
+    assert (meta(page, "Workflow"), meta(page, "Step"), meta(page, "Run")) == ("text-review", "ask", run_id)
+    assert re.fullmatch(
+        r"\w{3} \d{1,2} \w{3} \d{4}, \d\d:\d\d UTC \(in (29|30) minutes\)", meta(page, "This link expires")
+    )
+    assert "It goes to every customer." in body
+    # The text artifact shows as text (its markup as characters), not as JSON or HTML.
+    assert page.inner_text(".text") == TEXT_ARTIFACT
+    assert page.locator("script, em, b, img").count() == 0
+    # One form per action, each with its one-line explanation.
+    for action, words in [
+        ("accept", "the run continues"),
+        ("edit-accept", "continues with your edits"),
+        ("refine", "send it back with what to change"),
+        ("ask", "the request stays open"),
+        ("reject", "this step fails"),
+    ]:
+        assert words in action_form(page, action).locator(".explain").inner_text().lower(), action
+    # The edit-accept editor is a text area holding the artifact's text.
+    assert action_form(page, "edit-accept").locator("textarea[name=edited]").input_value() == TEXT_ARTIFACT
 
-    page.goto(approval_link)
-    assert "already answered" in page.inner_text("body")
 
-    page.goto(link(base_url, run_id, "clarify"))
-    assert "Which colour?" in page.inner_text("body")
-    page.fill("input[name='answer.q1']", "blue")
+def test_refine_refuses_empty_feedback_then_records_it(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "text-review")
+    url = link(base_url, run_id)
+    page.goto(url)
+    form = action_form(page, "refine")
+    form.locator("select[name=scope]").select_option("section")
+    form.locator("input[name=sectionPath]").fill("/intro")
+    form.locator("button").click()
+    shoot(page, "02-refine-empty-refused")
+    form = action_form(page, "refine")
+    assert "Say what should change" in error_beside(page, form, "text")
+    # The form is shown again as the reviewer left it; nothing was recorded.
+    assert form.locator("select[name=scope]").input_value() == "section"
+    assert form.locator("input[name=sectionPath]").input_value() == "/intro"
+    assert snapshot(base_url, run_id)["status"] == "waiting-approval"
+
+    form.locator("textarea[name=text]").fill("Shorter, <please>.")
+    form.locator("button").click()
+    assert page.inner_text(".outcome") == "Decision recorded: Sent back for changes"
+    shoot(page, "03-refine-recorded")
+    event = resolved(base_url, run_id)
+    assert event["action"] == "refine"
+    assert event["refineFeedback"] == {
+        "scope": "section",
+        "sectionPath": "/intro",
+        "text": "Shorter, <please>.",
+    }
+
+
+def test_ask_keeps_the_request_open_then_edit_accept_records_the_edit(
+    base_url: str, page: Page, shoot: Any
+) -> None:
+    run_id = start(base_url, "text-review")
+    url = link(base_url, run_id)
+    page.goto(url)
+    action_form(page, "ask").locator("button").click()
+    assert "Type your question" in error_beside(page, action_form(page, "ask"), "feedback")
+    action_form(page, "ask").locator("textarea[name=feedback]").fill("Who wrote this?")
+    action_form(page, "ask").locator("button").click()
+    assert page.inner_text("h1") == "Your question was received"
+    shoot(page, "04-ask-received")
+    assert snapshot(base_url, run_id)["status"] == "waiting-approval"
+
+    page.click("text=Back to the request")
+    edited = "Dear customers,\nversion 2 is out today.\n"
+    action_form(page, "edit-accept").locator("textarea[name=edited]").fill(edited)
+    action_form(page, "edit-accept").locator("button").click()
+    assert page.inner_text(".outcome") == "Decision recorded: Accepted with your edits"
+    shoot(page, "05-edit-accept-recorded")
+    event = resolved(base_url, run_id)
+    assert event["action"] == "edit-accept" and event["editedArtifactData"] == edited
+    wait_for(base_url, run_id, ("completed",))
+
+    page.goto(url)  # the used link says what was decided
+    assert page.inner_text("h1") == "This request was already answered"
+    assert "Accepted with your edits" in page.inner_text(".outcome")
+    shoot(page, "06-used-link")
+
+
+def test_object_artifact_edits_as_validated_json(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "object-review")
+    page.goto(link(base_url, run_id))
+    assert "<img src=x onerror=alert(1)>" in page.inner_text("pre") and page.locator("img").count() == 0
+    editor = action_form(page, "edit-accept").locator("textarea[name=edited]")
+    assert editor.get_attribute("class") == "code"
+    assert json.loads(editor.input_value()) == OBJECT_ARTIFACT
+    bad = '{"title": "v2", "items": [1, 2,]}'
+    editor.fill(bad)
+    action_form(page, "edit-accept").locator("button").click()
+    shoot(page, "07-edit-json-refused")
+    form = action_form(page, "edit-accept")
+    assert "not valid JSON" in error_beside(page, form, "edited")
+    assert form.locator("textarea[name=edited]").input_value() == bad
+    assert snapshot(base_url, run_id)["status"] == "waiting-approval"
+
+    form.locator("textarea[name=edited]").fill('{"title": "v2", "items": [1, 2]}')
+    form.locator("button").click()
+    assert page.inner_text(".outcome") == "Decision recorded: Accepted with your edits"
+    assert resolved(base_url, run_id)["editedArtifactData"] == {"title": "v2", "items": [1, 2]}
+
+
+def test_reject_names_the_decision(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "object-review")
+    page.goto(link(base_url, run_id))
+    action_form(page, "reject").locator("textarea[name=feedback]").fill("Not now.")
+    action_form(page, "reject").locator("button").click()
+    assert page.inner_text(".outcome") == "Decision recorded: Rejected"
+    shoot(page, "08-rejected")
+    event = resolved(base_url, run_id)
+    assert event["action"] == "reject" and event["resumeValue"]["feedback"] == "Not now."
+    wait_for(base_url, run_id, ("failed",))
+
+
+def test_a_vote_toward_a_quorum_says_it_was_counted(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "quorum-review")
+    page.goto(link(base_url, run_id))
+    assert "0 of 2 needed" in page.inner_text(".meta")
+    action_form(page, "accept").locator("button").click()
+    assert page.inner_text(".outcome") == "Your vote: Accepted"
+    assert "Votes so far: 1." in page.inner_text("body")
+    shoot(page, "09-vote-counted")
+    assert snapshot(base_url, run_id)["status"] == "waiting-approval"
+
+
+def test_clarification_inputs_follow_each_schema(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "questions")
+    page.goto(link(base_url, run_id))
+    shoot(page, "10-clarification")
+    assert page.locator("input[type=radio][name='answer.colour']").count() == 3  # short enum: radios
+    assert page.locator("select[name='answer.region'] option").count() == 8  # long enum: a select
+    assert page.locator("input[type=checkbox][name='answer.urgent']").count() == 1
+    count = page.locator("input[type=number][name='answer.count']")
+    assert (count.get_attribute("step"), count.get_attribute("min"), count.get_attribute("max")) == (
+        "1",
+        "1",
+        "10",
+    )
+    assert page.locator("input[type=number][name='answer.budget']").get_attribute("step") == "any"
+    assert page.locator("input[type=text][name='answer.name']").count() == 1
+    assert "Who signs it? <i>Full name</i>" in page.inner_text("form") and page.locator("i").count() == 0
+
+    # Refused: no colour, a count over the maximum (the host's schema check), a one-letter name.
+    page.select_option("select[name='answer.region']", label="ap-south")
+    page.check("input[name='answer.urgent']")
+    page.fill("input[name='answer.count']", "11")
+    page.fill("input[name='answer.budget']", "2.5")
+    page.fill("input[name='answer.name']", "<b>A</b>")
     page.click("button[type=submit]")
-    assert "your answer was recorded" in page.inner_text("body")
-    assert status(base_url, run_id) == "completed"
+    shoot(page, "11-clarification-refused")
+    assert "Choose one of the options" in page.inner_text("fieldset")
+    assert page.locator("select[name='answer.region']").input_value() == "4"  # kept as chosen
+    assert page.is_checked("input[name='answer.urgent']")
+    assert page.input_value("input[name='answer.name']") == "<b>A</b>" and page.locator("b").count() == 0
+    page.check("input[name='answer.colour'] >> nth=2")
+    page.click("button[type=submit]")
+    assert "greater than the maximum of 10" in page.inner_text("[id='error-answer.count']")
+    assert page.input_value("input[name='answer.budget']") == "2.5"
+    page.fill("input[name='answer.count']", "3")
+    page.click("button[type=submit]")
+    assert page.inner_text("h1") == "Thank you: your answer was recorded"
+    shown = page.inner_text(".answers")
+    assert "Is it urgent?\nyes" in shown and "Who signs it? <i>Full name</i>\n<b>A</b>" in shown
+    shoot(page, "12-clarification-recorded")
+    answers = resolved(base_url, run_id)["resumeValue"]["answers"]
+    assert answers == {
+        "colour": "blue",
+        "region": "ap-south",
+        "urgent": True,
+        "count": 3,
+        "budget": 2.5,
+        "name": "<b>A</b>",
+    }
 
 
-def test_an_expired_link_shows_a_clear_message(base_url: str, browser_page: Page) -> None:
-    page = browser_page
-    run_id = httpx.post(f"{base_url}/runs", json={"workflowId": "review"}, headers=ALICE, timeout=60).json()[
-        "runId"
+def test_raw_interrupt_takes_plain_text(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "raw")
+    page.goto(link(base_url, run_id))
+    assert page.inner_text(".text") == "Ship it? Answer <b>yes</b> or no."
+    assert page.is_checked("input[name='value.as'][value=text]")
+    shoot(page, "13-raw-interrupt")
+    page.fill("textarea[name=value]", "yes")
+    page.click("button[type=submit]")
+    assert page.inner_text("h1") == "Thank you: your answer was recorded"
+    assert resolved(base_url, run_id)["resumeValue"] == "yes"
+    wait_for(base_url, run_id, ("completed",))
+
+
+def test_raw_interrupt_takes_json_when_asked_and_refuses_bad_json(
+    base_url: str, page: Page, shoot: Any
+) -> None:
+    run_id = start(base_url, "raw")
+    page.goto(link(base_url, run_id))
+    page.check("input[name='value.as'][value=json]")
+    page.fill("textarea[name=value]", "{ships: true}")
+    page.click("button[type=submit]")
+    shoot(page, "14-raw-json-refused")
+    assert "not valid JSON" in page.inner_text("[id='error-value']")
+    assert page.input_value("textarea[name=value]") == "{ships: true}"
+    assert page.is_checked("input[name='value.as'][value=json]")
+    page.fill("textarea[name=value]", '{"ships": true}')
+    page.click("button[type=submit]")
+    assert resolved(base_url, run_id)["resumeValue"] == {"ships": True}
+
+
+def test_bad_links_say_what_happened_and_what_to_do(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "text-review")
+    good = link(base_url, run_id)
+    token = good.rsplit("/", 1)[1]
+    cases = [
+        ("15-invalid-link", good[:-5], "This link is not valid", "Ask the person who sent it for a new one"),
+        ("16-garbage-link", f"{base_url}/interrupts/not-a-token", "This link is not valid", "new one"),
     ]
-    short = link(base_url, run_id, "review", ttlSeconds=1)
+    short = link(base_url, run_id, ttlSeconds=1)
     time.sleep(1.5)
-    page.goto(short)
-    text = page.inner_text("body")
-    assert "This link has expired" in text and "Traceback" not in text
-    assert status(base_url, run_id) == "waiting-approval"
+    cases.append(
+        ("17-expired-link", short, "This link has expired", "Ask the person who sent it for a new one")
+    )
+    for name, url, title, advice in cases:
+        response = page.goto(url)
+        assert response is not None and response.status in (401, 410)
+        text = page.inner_text("body")
+        assert page.inner_text("h1") == title and advice in text
+        assert not DEVELOPER_WORDS.search(text), text
+        shoot(page, name)
+    # The JSON surface keeps its envelope errors for clients that are not browsers.
+    api = httpx.get(f"{base_url}/interrupts/{token[:-5]}", timeout=30)
+    assert api.status_code == 401 and api.json()["error"] == "interrupt_token_invalid"
+
+    viewer = link(base_url, run_id, intent="inspect")
+    page.goto(viewer)
+    assert "lets you view the request, not answer it" in page.inner_text(".note")
+    assert page.locator("form").count() == 0
+    shoot(page, "18-view-only-link")
+
+    httpx.post(f"{base_url}/runs/{project_id(run_id)}/cancel", json={}, headers=ALICE, timeout=30)
+    wait_for(base_url, run_id, ("cancelled",))
+    response = page.goto(good)
+    assert response is not None and response.status == 409
+    assert page.inner_text("h1") == "This request was withdrawn"
+    shoot(page, "19-withdrawn")
+
+
+def test_the_example_review_publishes_the_reviewers_edit(
+    tmp_path: Path, page: Page, shoot: Callable[[Page, str], None]
+) -> None:
+    # The graph the README serves (`wop_langgraph.examples.review:workflows`), edited in the page.
+    with served(
+        f"sqlite:///{tmp_path / 'example.db'}", target="wop_langgraph.examples.review:workflows"
+    ) as base:
+        created = httpx.post(
+            f"{base}/runs",
+            json={"workflowId": "announcement-review", "inputs": {"topic": "v1"}},
+            headers=ALICE,
+        )
+        run_id = str(created.json()["runId"])
+        wait_for(base, run_id, WAITING)
+        minted = httpx.post(
+            f"{base}/runs/{project_id(run_id)}/interrupts/review/tokens", json={}, headers=ALICE
+        )
+        page.goto(str(minted.json()["url"]))
+        assert page.inner_text(".text") == "We are happy to announce v1."
+        shoot(page, "20-example-review")
+        page.fill("#answer-edit-accept textarea[name=edited]", "We are happy to announce v1, today.")
+        page.click("#answer-edit-accept button")
+        assert page.inner_text(".outcome") == "Decision recorded: Accepted with your edits"
+        wait_for(base, run_id, ("completed",))
+        events = httpx.get(
+            f"{base}/runs/{project_id(run_id)}/events/poll", params={"timeout": 1}, headers=READER
+        )
+        completed = [e for e in events.json()["events"] if e["type"] == "run.completed"]
+        assert completed[0]["payload"]["outputs"]["published"] == "We are happy to announce v1, today."

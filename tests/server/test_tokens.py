@@ -145,14 +145,14 @@ async def test_reviewer_page(client: httpx.AsyncClient) -> None:
     assert page.headers["content-type"].startswith("text/html")
     assert "openwop-version" not in page.headers
     assert "Publish the draft?" in page.text and "<script" not in page.text
-    assert f'action="/interrupts/{minted["token"]}/form"' in page.text
+    assert f'action="/interrupts/{minted["token"]}/form#answer-accept"' in page.text
     done = await client.post(
         f"/interrupts/{minted['token']}/form",
         content=b"action=accept&feedback=looks+good",
         headers={"Content-Type": "application/x-www-form-urlencoded"},
     )
     assert done.status_code == 200
-    assert "recorded" in done.text and "waiting-input" in done.text
+    assert "Decision recorded: <strong>Accepted</strong>" in done.text
     used = await client.get(f"/interrupts/{minted['token']}", headers={"Accept": "text/html"})
     assert used.status_code == 409
     assert "already answered" in used.text and "Traceback" not in used.text
@@ -166,4 +166,4 @@ async def test_reviewer_page(client: httpx.AsyncClient) -> None:
         content=b"answer.q1=blue",
         headers={"Content-Type": "application/x-www-form-urlencoded"},
     )
-    assert answered.status_code == 200 and "completed" in answered.text
+    assert answered.status_code == 200 and "<dt>Which colour?</dt><dd>blue</dd>" in answered.text

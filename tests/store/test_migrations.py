@@ -43,11 +43,11 @@ def _indexes(engine: Engine, name: str) -> set[str]:
 
 
 def test_upgrade_creates_every_store_table_from_empty(engine: Engine) -> None:
-    assert upgrade(engine) == HEAD == 2
+    assert upgrade(engine) == HEAD == 3
     names = set(inspect(engine).get_table_names())
     assert {t.name for t in _store_tables()} | {"wop_schema_version"} <= names
     assert {"wop_runs", "wop_events", "wop_event_counters", "wop_interrupts", "wop_idempotency"} <= names
-    assert [v for v, _ in _versions(engine)] == [1, 2]
+    assert [v for v, _ in _versions(engine)] == list(range(1, HEAD + 1))
 
 
 def _describe_database(conn: Connection, name: str) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def test_upgrade_from_version_1_keeps_data_and_adds_the_index(engine: Engine, db
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO wop_event_counters (run_id, next_sequence) VALUES ('r/1', 7)"))
 
-    assert upgrade(engine) == 2
+    assert upgrade(engine) == HEAD
     assert RUN_INDEX in _indexes(engine, "wop_checkpoints")
     found = saver.get_tuple(config_of(thread))
     assert found is not None and found.pending_writes == [("task", "w", "kept")]
@@ -138,7 +138,7 @@ def test_concurrent_setups_apply_each_version_once(db_url: str) -> None:
         worker.join(timeout=60)
     try:
         assert results == [HEAD] * len(engines)
-        assert [v for v, _ in _versions(engines[0])] == [1, 2]
+        assert [v for v, _ in _versions(engines[0])] == list(range(1, HEAD + 1))
     finally:
         for engine in engines:
             engine.dispose()
@@ -157,12 +157,17 @@ def test_a_failing_migration_rolls_back_only_itself(engine: Engine, monkeypatch:
         conn.execute(text("CREATE TABLE wop_half_done (x INTEGER)"))
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(migrations, "MIGRATIONS", (*migrations.MIGRATIONS, Migration(3, "broken", broken)))
-    monkeypatch.setattr(migrations, "HEAD", 3)
-    with pytest.raises(StoreError, match=r"schema migration 3 \(broken\) failed: disk on fire"):
+    broken_version = HEAD + 1
+    monkeypatch.setattr(
+        migrations, "MIGRATIONS", (*migrations.MIGRATIONS, Migration(broken_version, "broken", broken))
+    )
+    monkeypatch.setattr(migrations, "HEAD", broken_version)
+    with pytest.raises(
+        StoreError, match=rf"schema migration {broken_version} \(broken\) failed: disk on fire"
+    ):
         upgrade(engine)
     with engine.connect() as conn:
-        assert current_version(conn) == 2
+        assert current_version(conn) == broken_version - 1
     assert "wop_half_done" not in inspect(engine).get_table_names()
 
 

@@ -9,7 +9,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from wop_langgraph.nodes import request_approval
 
-__all__ = ["WORKFLOW_ID", "ReviewState", "build_review_graph", "workflows"]
+__all__ = ["WORKFLOW_ID", "ReviewState", "build_review_graph", "graph", "workflows"]
 
 WORKFLOW_ID = "announcement-review"
 
@@ -35,12 +35,12 @@ def review(state: ReviewState) -> dict[str, Any]:
         "text/plain",
         "Publish the announcement?",
         actions=["accept", "edit-accept", "reject"],
-        artifact_data={"text": state["draft"]},
+        artifact_data=state["draft"],  # the text itself: the reviewer page shows and edits it as text
         description="The announcement goes out to every customer.",
     )
     text = state["draft"]
-    if decision.action == "edit-accept" and isinstance(decision.edited_artifact_data, dict):
-        text = str(decision.edited_artifact_data.get("text", text))
+    if decision.action == "edit-accept" and isinstance(decision.edited_artifact_data, str):
+        text = decision.edited_artifact_data
     return {"decision": decision.action, "draft": text}
 
 
@@ -65,3 +65,8 @@ def build_review_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
 def workflows() -> dict[str, CompiledStateGraph[Any, Any, Any, Any]]:
     """``{workflowId: graph}`` for ``wop-langgraph serve wop_langgraph.examples.review:workflows``."""
     return {WORKFLOW_ID: build_review_graph()}
+
+
+#: The compiled graph that ``langgraph.json`` names, for ``langgraph dev`` and LangGraph Studio
+#: (they bind their own checkpointer). Compiling opens no connection and starts no thread.
+graph = build_review_graph()

@@ -1,19 +1,27 @@
-"""Runs a registered graph for one run and turns what happens into OpenWOP run events.
+"""Drives one run's graph for a worker and turns what happens into OpenWOP run events.
 
-The driver streams the graph in LangGraph's ``tasks`` mode with ``durability="sync"`` (every
-step is saved before the next begins, so a crash loses no resolved step) and strict resume (an
-unknown or already-consumed interrupt id is refused, never applied to another question).
-Interrupt events are written by the store's recorder inside the checkpoint transaction; the
-driver adds ``node.started`` / ``node.resumed`` / ``node.completed`` / ``node.failed`` and the
-run's terminal event, and settles the run's status from the saved state.
+One *pass* reads what the run needs (its first input, the resolutions committed for it, or
+nothing but to continue from its last checkpoint after a crash), streams the graph in
+LangGraph's ``tasks`` mode with ``durability="sync"`` (every step is saved before the next
+begins) and strict resume (an unknown or already-consumed interrupt id is refused, never
+applied to another question), then settles the run: waiting on its pending interrupts,
+completed, or failed. Sync graphs stream on the worker's thread; graphs with ``async def``
+nodes stream on an event loop of their own. Interrupt events are written by the store's
+recorder inside the checkpoint transaction; the driver adds ``node.started`` /
+``node.resumed`` / ``node.completed`` / ``node.failed`` and the run's terminal event.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import enum
+import hashlib
 import json
+import threading
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
@@ -21,19 +29,26 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError, UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command
-from sqlalchemy import Engine, update
+from sqlalchemy import Connection, Engine, case, select, update
 
 from wop_langgraph.nodes._context import CONTEXT_KEY, RunContext
+from wop_langgraph.nodes._suspend import Delivery
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
-from wop_langgraph.store.events import NewEvent, append_events
-from wop_langgraph.store.interrupts import InterruptRecord, interrupts_of_run, mark_consumed
-from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events
+from wop_langgraph.store.interrupts import (
+    InterruptRecord,
+    interrupts_of_run,
+    mark_consumed,
+    resolved_unconsumed,
+)
+from wop_langgraph.store.run_queue import Claim
+from wop_langgraph.store.run_tables import events_table, runs_table
+from wop_langgraph.store.runs import TERMINAL_STATUSES
 
-__all__ = ["TERMINAL_STATUSES", "GraphDriver", "jsonable"]
+__all__ = ["TERMINAL_STATUSES", "DriveSignal", "GraphDriver", "Pass", "jsonable", "needs_async"]
 
-TERMINAL_STATUSES = ("completed", "failed", "cancelled")
 STRICT_RESUME_KEY = "__pregel_strict_resume"
 #: The ``typeId`` of every LangGraph node on ``node.started`` (required there; RFC 0107 grammar).
 NODE_TYPE_ID = "langgraph.node"
@@ -65,39 +80,218 @@ def error_object(exc: BaseException) -> dict[str, Any]:
     return {"code": "internal_error", "message": message, "retryable": False}
 
 
+class Pass(enum.Enum):
+    """How a drive pass ended."""
+
+    IDLE = "idle"  # the run left the queue: it waits on an interrupt, or it ended
+    AGAIN = "again"  # more work arrived meanwhile (or a stale resume was sorted out): drive again
+    LOST = "lost"  # the lease is gone (expired and taken, or the run vanished)
+
+
+@dataclass
+class DriveSignal:
+    """Stops a drive from outside: set by a cancellation, seen at the next step boundary."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    _task: asyncio.Task[Any] | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def cancel(self) -> None:
+        """Stop the drive: an async node is cancelled at once, a sync one at its next step."""
+        self.stop.set()
+        with self._guard:
+            if self._task is not None and self._loop is not None:
+                self._loop.call_soon_threadsafe(self._task.cancel)
+
+    def attach(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None) -> None:
+        with self._guard:
+            self._loop, self._task = loop, task
+        if task is not None and self.stop.is_set():
+            loop.call_soon_threadsafe(task.cancel)
+
+
+def needs_async(graph: Pregel[Any, Any, Any, Any]) -> bool:
+    """Whether ``graph`` (or a subgraph in it) has a node that only runs under the async API."""
+    for node in graph.nodes.values():
+        bound = node.bound
+        if isinstance(bound, Pregel):
+            if needs_async(bound):
+                return True
+        elif getattr(bound, "func", True) is None and getattr(bound, "afunc", None) is not None:
+            return True
+    return False
+
+
 @dataclass
 class GraphDriver:
-    """Executes one run's graph against the store and records what it did."""
+    """Executes passes of one run's graph against the store and records what they did."""
 
     engine: Engine
     graph: Pregel[Any, Any, Any, Any]
     context: RunContext
     clock: Callable[[], datetime]
+    claim: Claim
     recursion_limit: int | None = None
+    is_async: bool = False
+    signal: DriveSignal = field(default_factory=DriveSignal)
 
-    def run(self, graph_input: Any, delivered: list[InterruptRecord]) -> None:
-        """Run the graph from ``graph_input`` until it suspends, completes or fails."""
-        resumed_tasks = {r.task_id: r for r in delivered}
+    @property
+    def run_id(self) -> str:
+        return self.context.run_id
+
+    def drive_pass(self, first_input: Any) -> Pass:
+        """One pass: find the work, stream the graph over it, settle the run."""
+        started = self._start_pass()
+        if started is None:
+            return Pass.LOST
+        version, status = started
+        claim = Claim(self.claim.run_id, self.claim.owner, version)
+        if status in TERMINAL_STATUSES:
+            return self._stopped(claim)
+        with self.engine.connect() as conn:
+            undelivered = resolved_unconsumed(conn, self.run_id)
+            pending = interrupts_of_run(conn, self.run_id, statuses=["pending"])
+        config = self._config()
+        if undelivered:
+            values = {r.interrupt_id: _delivery(r).as_value() for r in undelivered}
+            graph_input: Any = resume_command(undelivered, values)
+        elif self.graph.checkpointer.get_tuple(config) is None:  # type: ignore[union-attr]
+            graph_input = first_input if first_input is not None else {}
+        elif pending:
+            return self._settle(claim, config)  # nothing to run until someone answers
+        else:
+            graph_input = None  # continue from the last checkpoint (a crash interrupted a step)
+        try:
+            failure = self._stream(graph_input, config, {r.task_id: r for r in undelivered})
+        except UnknownInterruptError as exc:
+            # Delivered before a crash: LangGraph consumed these already; continue from there.
+            still_pending = set(getattr(exc, "pending_ids", ()) or ())
+            consumed = [r.interrupt_id for r in undelivered if r.lg_interrupt_id not in still_pending]
+            with self.engine.begin() as conn:
+                mark_consumed(conn, consumed or [r.interrupt_id for r in undelivered], now=self.clock())
+            return Pass.AGAIN
+        except (RunLogClosed, asyncio.CancelledError):
+            return self._stopped(claim)
+        self._consumed(undelivered)
+        if self.signal.stop.is_set():
+            return self._stopped(claim)
+        if failure is not None:
+            error, failed_node = failure
+            self._finish(claim, "failed", error=error_object(error), failed_node=failed_node)
+            return Pass.IDLE
+        return self._settle(claim, config)
+
+    # -- streaming ---------------------------------------------------------------------------
+
+    def _config(self) -> RunnableConfig:
         configurable: dict[str, Any] = {
-            "thread_id": self.context.run_id,
+            "thread_id": self.run_id,
             CONTEXT_KEY: self.context,
             STRICT_RESUME_KEY: True,
         }
         config: RunnableConfig = {"configurable": configurable}
         if self.recursion_limit is not None:
             config["recursion_limit"] = self.recursion_limit
+        return config
+
+    def _stream(
+        self, graph_input: Any, config: RunnableConfig, resumed: Mapping[str, InterruptRecord]
+    ) -> tuple[BaseException, str | None] | None:
+        """Stream the graph; returns the node's or graph's own failure, if it failed."""
         failed_node: str | None = None
+        if self.is_async:
+            outcome: tuple[BaseException, str | None] | None = _run_coroutine(
+                self._astream(graph_input, config, resumed)
+            )
+            return outcome
         try:
             for chunk in self.graph.stream(graph_input, config, stream_mode="tasks", durability="sync"):
-                failed_node = self._on_task(chunk, resumed_tasks) or failed_node
-        except UnknownInterruptError:
-            raise  # nothing ran: the caller sorts out which ids LangGraph already consumed
+                failed_node = self._on_task(chunk, resumed) or failed_node
+                if self.signal.stop.is_set():
+                    break
+        except (UnknownInterruptError, RunLogClosed):
+            raise
         except Exception as exc:  # the node's or the graph's own failure ends the run
-            self._consumed(delivered)
-            self._fail(exc, failed_node)
-            return
-        self._consumed(delivered)
-        self._settle(config)
+            return exc, failed_node
+        return None
+
+    async def _astream(
+        self, graph_input: Any, config: RunnableConfig, resumed: Mapping[str, InterruptRecord]
+    ) -> tuple[BaseException, str | None] | None:
+        self.signal.attach(asyncio.get_running_loop(), asyncio.current_task())
+        failed_node: str | None = None
+        try:
+            async for chunk in self.graph.astream(
+                graph_input, config, stream_mode="tasks", durability="sync"
+            ):
+                failed_node = await asyncio.to_thread(self._on_task, chunk, resumed) or failed_node
+                if self.signal.stop.is_set():
+                    break
+        except (UnknownInterruptError, RunLogClosed, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            return exc, failed_node
+        finally:
+            self.signal.attach(asyncio.get_running_loop(), None)
+        return None
+
+    def _on_task(self, chunk: Mapping[str, Any], resumed: Mapping[str, InterruptRecord]) -> str | None:
+        """Append the event for one ``tasks``-mode chunk; returns the node's name if it failed."""
+        name = str(chunk["name"])
+        task_id = str(chunk["id"])
+        if "error" not in chunk:  # a task starts
+            record = resumed.get(task_id)
+            if record is not None:
+                payload = {"nodeId": name, "interruptId": record.interrupt_id}
+                self._append_once(NewEvent("node.resumed", payload, node_id=name), task_id)
+            else:
+                payload = {"nodeId": name, "typeId": NODE_TYPE_ID}
+                self._append_once(NewEvent("node.started", payload, node_id=name), task_id)
+            return None
+        if chunk["error"] is not None:
+            error = chunk["error"]
+            obj = error_object(error) if isinstance(error, BaseException) else _text_error(error)
+            event = NewEvent("node.failed", {"nodeId": name, "error": obj, "attempts": 1}, node_id=name)
+            self._append_once(event, task_id)
+            return name
+        if chunk.get("interrupts"):
+            return None
+        if task_id in self.context.routed_rejections:
+            # A rejected gate that continues on its route is still a failed source (interrupt.md).
+            obj = {"code": "approval_rejected", "message": "the approval was rejected", "retryable": False}
+            event = NewEvent("node.failed", {"nodeId": name, "error": obj, "attempts": 1}, node_id=name)
+        else:
+            event = NewEvent("node.completed", {"nodeId": name}, node_id=name)
+        self._append_once(event, task_id)
+        return None
+
+    def _append_once(self, event: NewEvent, task_id: str) -> None:
+        """Append a task event unless a pass before a crash already did (same task, same type)."""
+        stable = _stable_event_id(self.run_id, task_id, event.type)
+        with self.engine.begin() as conn:
+            seen = conn.execute(
+                select(events_table.c.sequence).where(events_table.c.event_id == stable)
+            ).first()
+            if seen is None:
+                event = NewEvent(event.type, event.payload, node_id=event.node_id, event_id=stable)
+                append_events(conn, self.run_id, [event], now=self.clock())
+
+    # -- settling ---------------------------------------------------------------------------
+
+    def _start_pass(self) -> tuple[int, str] | None:
+        """Mark the run ``running`` if it was ``pending``; the queue version this pass answers
+        and the run's status (``None`` when this worker no longer holds the lease)."""
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                update(runs_table)
+                .where(runs_table.c.run_id == self.run_id, runs_table.c.lease_owner == self.claim.owner)
+                .values(status=case((runs_table.c.status == "pending", "running"), else_=runs_table.c.status))
+                .returning(runs_table.c.queue_version, runs_table.c.status)
+            ).first()
+        if row is None:
+            return None
+        return int(row.queue_version), str(row.status)
 
     def _consumed(self, delivered: list[InterruptRecord]) -> None:
         """Mark the delivered resolutions as consumed: the graph ran past them."""
@@ -105,105 +299,120 @@ class GraphDriver:
             with self.engine.begin() as conn:
                 mark_consumed(conn, [r.interrupt_id for r in delivered], now=self.clock())
 
-    def _on_task(self, chunk: Mapping[str, Any], resumed: Mapping[str, InterruptRecord]) -> str | None:
-        """Append the event for one ``tasks``-mode chunk; returns the node's name if it failed."""
-        name = str(chunk["name"])
-        if "error" not in chunk:  # a task starts
-            record = resumed.get(str(chunk["id"]))
-            if record is not None:
-                payload = {"nodeId": name, "interruptId": record.interrupt_id}
-                self._append(NewEvent("node.resumed", payload, node_id=name))
-            else:
-                payload = {"nodeId": name, "typeId": NODE_TYPE_ID}
-                self._append(NewEvent("node.started", payload, node_id=name))
-            return None
-        if chunk["error"] is not None:
-            error = chunk["error"]
-            obj = error_object(error) if isinstance(error, BaseException) else _text_error(error)
-            self._append(NewEvent("node.failed", {"nodeId": name, "error": obj, "attempts": 1}, node_id=name))
-            return name
-        if not chunk.get("interrupts"):
-            self._append(NewEvent("node.completed", {"nodeId": name}, node_id=name))
-        return None
-
-    def _settle(self, config: RunnableConfig) -> None:
-        """Set the run's status from the saved state: waiting on an interrupt, or completed."""
+    def _settle(self, claim: Claim, config: RunnableConfig) -> Pass:
+        """Leave the queue waiting on an interrupt, or end the run, or go again if work arrived."""
         state = self.graph.get_state(config)
         now = self.clock()
         with self.engine.begin() as conn:
-            pending = interrupts_of_run(conn, self.context.run_id, statuses=["pending"])
-            if state.interrupts and pending:
+            if resolved_unconsumed(conn, self.run_id):
+                return Pass.AGAIN  # a resolution committed while the graph ran
+            pending = interrupts_of_run(conn, self.run_id, statuses=["pending"])
+            if pending and state.interrupts:
                 first = pending[0]
-                conn.execute(
+                rest = conn.execute(
                     update(runs_table)
                     .where(
-                        runs_table.c.run_id == self.context.run_id,
+                        runs_table.c.run_id == self.run_id,
+                        runs_table.c.lease_owner == claim.owner,
+                        runs_table.c.queue_version == claim.version,
                         runs_table.c.status.not_in(TERMINAL_STATUSES),
                     )
                     .values(
                         status=waiting_status_for(cast(InterruptKind, first.kind)),
                         current_node_id=first.node_id,
                         updated_at=now,
+                        queued_at=None,
+                        lease_owner=None,
+                        lease_until=None,
                     )
-                )
-                return
-            if state.next:
-                # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
-                self._finish(conn, "failed", now, error=_stuck_error(state.next))
-                return
-            outputs = (
-                jsonable(state.values)
-                if isinstance(state.values, dict)
-                else {"value": jsonable(state.values)}
-            )
-            self._finish(conn, "completed", now, outputs=outputs)
+                ).rowcount
+                return Pass.IDLE if rest else Pass.AGAIN
+        if state.next:
+            # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
+            self._finish(claim, "failed", error=_stuck_error(state.next))
+            return Pass.IDLE
+        outputs = (
+            jsonable(state.values) if isinstance(state.values, dict) else {"value": jsonable(state.values)}
+        )
+        self._finish(claim, "completed", outputs=outputs)
+        return Pass.IDLE
 
-    def _fail(self, exc: BaseException, failed_node: str | None) -> None:
-        error = error_object(exc)
+    def _stopped(self, claim: Claim) -> Pass:
+        """The run was cancelled while driven: drop it from the queue, write nothing more."""
         with self.engine.begin() as conn:
-            self._finish(conn, "failed", self.clock(), error=error, failed_node=failed_node)
+            _dequeue(conn, claim)
+        return Pass.IDLE
 
     def _finish(
         self,
-        conn: Any,
+        claim: Claim,
         status: str,
-        now: datetime,
         *,
         outputs: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
         failed_node: str | None = None,
     ) -> None:
-        changed = conn.execute(
-            update(runs_table)
-            .where(runs_table.c.run_id == self.context.run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
-            .values(
-                status=status,
-                outputs=outputs,
-                error=error,
-                current_node_id=failed_node if status == "failed" else None,
-                updated_at=now,
-                completed_at=now,
-            )
-        ).rowcount
-        if not changed:
-            return  # cancelled meanwhile: the cancellation already wrote the terminal event
-        if status == "completed":
-            event = NewEvent("run.completed", {"outputs": outputs or {}})
-        else:
-            payload: dict[str, Any] = {"error": error}
-            if failed_node is not None:
-                payload["failedNodeId"] = failed_node
-            event = NewEvent("run.failed", payload)
-        append_events(conn, self.context.run_id, [event], now=now)
-
-    def _append(self, event: NewEvent) -> None:
+        now = self.clock()
         with self.engine.begin() as conn:
-            append_events(conn, self.context.run_id, [event], now=self.clock())
+            changed = conn.execute(
+                update(runs_table)
+                .where(runs_table.c.run_id == self.run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
+                .values(
+                    status=status,
+                    outputs=outputs,
+                    error=error,
+                    current_node_id=failed_node if status == "failed" else None,
+                    updated_at=now,
+                    completed_at=now,
+                )
+            ).rowcount
+            _dequeue(conn, claim)
+            if not changed:
+                return  # cancelled meanwhile: the cancellation already wrote the terminal event
+            if status == "completed":
+                event = NewEvent("run.completed", {"outputs": outputs or {}})
+            else:
+                payload: dict[str, Any] = {"error": error}
+                if failed_node is not None:
+                    payload["failedNodeId"] = failed_node
+                event = NewEvent("run.failed", payload)
+            append_events(conn, self.run_id, [event], now=now, close=True)
 
 
 def resume_command(delivered: list[InterruptRecord], values: Mapping[str, Any]) -> Command[Any]:
     """The strict ``Command(resume={langgraph_interrupt_id: delivery})`` for these interrupts."""
     return Command(resume={r.lg_interrupt_id: values[r.interrupt_id] for r in delivered})
+
+
+def _dequeue(conn: Connection, claim: Claim) -> None:
+    conn.execute(
+        update(runs_table)
+        .where(runs_table.c.run_id == claim.run_id, runs_table.c.lease_owner == claim.owner)
+        .values(queued_at=None, lease_owner=None, lease_until=None)
+    )
+
+
+def _delivery(record: InterruptRecord) -> Delivery:
+    status = "expired" if record.status == "expired" else "resolved"
+    return Delivery(status=status, resume_value=record.resume_value, resolution=record.resolution or {})
+
+
+def _stable_event_id(run_id: str, task_id: str, event_type: str) -> str:
+    return hashlib.sha256(f"{run_id}|{task_id}|{event_type}".encode()).hexdigest()[:32]
+
+
+def _run_coroutine(coro: Any) -> Any:
+    """Run ``coro`` to completion from sync code, on a loop of its own.
+
+    A thread that already runs an event loop (a notebook cell) cannot start another, so there
+    the coroutine runs on a short-lived thread.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="wop-async-drive") as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _text_error(error: Any) -> dict[str, Any]:

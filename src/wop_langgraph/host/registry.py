@@ -9,8 +9,9 @@ from typing import Any
 from langgraph.pregel import Pregel
 from langgraph.types import RetryPolicy
 
+from wop_langgraph.host.driver import needs_async
 from wop_langgraph.protocol.errors import ApprovalRejected, NotFound, ValidationError
-from wop_langgraph.store.saver import SQLModelSaver
+from wop_langgraph.store.saver import AsyncSQLModelSaver, SQLModelSaver
 
 __all__ = ["GraphRegistry", "RegisteredGraph"]
 
@@ -19,11 +20,17 @@ _WORKFLOW_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv
 
 @dataclass(frozen=True)
 class RegisteredGraph:
-    """A workflow: its graph (bound to the store) and where rejected approvals continue."""
+    """A workflow: its graph (bound to the store) and where rejected approvals continue.
+
+    A graph with ``async def`` nodes (``is_async``) is streamed with LangGraph's async API, for
+    which ``async_graph`` is bound to the async twin of the same store.
+    """
 
     workflow_id: str
     graph: Pregel[Any, Any, Any, Any]
     rejection_routes: Mapping[str, str] = field(default_factory=dict)
+    is_async: bool = False
+    async_graph: Pregel[Any, Any, Any, Any] | None = None
 
 
 class GraphRegistry:
@@ -31,7 +38,16 @@ class GraphRegistry:
 
     def __init__(self, saver: SQLModelSaver) -> None:
         self._saver = saver
+        self._async_saver: AsyncSQLModelSaver | None = None
         self._graphs: dict[str, RegisteredGraph] = {}
+
+    def _async_twin(self) -> AsyncSQLModelSaver:
+        """The async saver over the same engine, serializer and recorder (made once)."""
+        if self._async_saver is None:
+            self._async_saver = AsyncSQLModelSaver(
+                self._saver.engine, serde=self._saver.serde, recorder=self._saver.recorder
+            )
+        return self._async_saver
 
     def register(
         self, workflow_id: str, graph: Pregel[Any, Any, Any, Any], rejection_routes: Mapping[str, str]
@@ -58,7 +74,17 @@ class GraphRegistry:
             for name, node in graph.nodes.items()
         }
         bound = graph.copy(update={"checkpointer": self._saver, "nodes": nodes})
-        self._graphs[workflow_id] = RegisteredGraph(workflow_id, bound, dict(rejection_routes))
+        is_async = needs_async(graph)
+        async_bound = (
+            graph.copy(update={"checkpointer": self._async_twin(), "nodes": nodes}) if is_async else None
+        )
+        self._graphs[workflow_id] = RegisteredGraph(
+            workflow_id, bound, dict(rejection_routes), is_async=is_async, async_graph=async_bound
+        )
+
+    def workflow_ids(self) -> list[str]:
+        """The registered workflow ids."""
+        return list(self._graphs)
 
     def get(self, workflow_id: str) -> RegisteredGraph:
         """The registered workflow, or ``NotFound``."""
@@ -66,10 +92,6 @@ class GraphRegistry:
             return self._graphs[workflow_id]
         except KeyError:
             raise NotFound(f"no workflow {workflow_id!r} is registered") from None
-
-    def workflow_ids(self) -> list[str]:
-        """The registered workflow ids, sorted."""
-        return sorted(self._graphs)
 
     def __contains__(self, workflow_id: object) -> bool:
         return workflow_id in self._graphs

@@ -1,25 +1,29 @@
-"""The resolve contract: validate, check eligibility, count votes, claim once, record, resume.
+"""The resolve contract: validate, check eligibility, count votes, claim once, record, enqueue.
 
 Order matters: everything that can refuse a request (run state, tenant, node, value, approver
 eligibility) runs read-only first, so a refused request changes nothing. Then one transaction
-either records a vote that does not decide the gate, or claims the interrupt (exactly one
-caller wins the ``pending -> resolved`` compare-and-set) and appends ``interrupt.resolved``.
-Only after that commit is the graph resumed.
+re-reads the interrupt under a lock and decides: past its deadline the gate times out there and
+then (a late answer never grants); otherwise it records a vote that does not decide the gate,
+or claims the interrupt (exactly one caller wins the ``pending -> resolved`` compare-and-set),
+appends ``interrupt.resolved`` and puts the run on the queue. A worker resumes the graph; the
+caller never waits for it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
-from wop_langgraph.host.driver import TERMINAL_STATUSES
+from wop_langgraph._clock import iso_z
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.validation import check_resume_value, require_storable
-from wop_langgraph.protocol.approval import ApprovalResume, EditAcceptResume, RefineResume
+from wop_langgraph.protocol.approval import ApprovalResume
 from wop_langgraph.protocol.errors import (
     Forbidden,
     IdempotencyInFlight,
@@ -30,7 +34,7 @@ from wop_langgraph.protocol.errors import (
     NotFound,
     WopError,
 )
-from wop_langgraph.protocol.quorum import Tally, Vote, tally
+from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally
 from wop_langgraph.store import idempotency
 from wop_langgraph.store.events import NewEvent, append_events
 from wop_langgraph.store.interrupts import (
@@ -41,9 +45,8 @@ from wop_langgraph.store.interrupts import (
     lock_interrupt,
     set_votes,
 )
-
-if TYPE_CHECKING:
-    from wop_langgraph.host.runtime import WopHost
+from wop_langgraph.store.run_queue import enqueue
+from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
 
 __all__ = ["IDEMPOTENCY_KEY_PATTERN", "Resolver"]
 
@@ -53,6 +56,9 @@ _RESOLVED_ALIAS = {
     "rejected": "approval.rejected",
     "overridden": "approval.overridden",
 }
+#: What a gate records when its deadline passes (interrupt.md: a timeout never grants).
+APPROVAL_TIMEOUT = {"action": "timeout", "decision": "rejected", "reason": "timeout"}
+OTHER_TIMEOUT = {"reason": "timeout"}
 #: Outcomes that must not be cached under an Idempotency-Key (SPEC_NOTES §4).
 _NOT_CACHED = {
     "validation_error",
@@ -66,12 +72,23 @@ _NOT_CACHED = {
 }
 
 
+@dataclass(frozen=True)
+class ResolverSettings:
+    """What the resolver needs of its host: the store, the clock, and whom to wake."""
+
+    engine: Engine
+    clock: Callable[[], datetime]
+    ref_kinds: frozenset[str]
+    membership: MembershipResolver | None
+    #: Called after a transaction that queued a run has committed (wakes local workers).
+    on_enqueued: Callable[[str], None]
+
+
 class Resolver:
     """Resolves interrupts for one host."""
 
-    def __init__(self, host: WopHost, membership: MembershipResolver | None) -> None:
-        self._host = host
-        self._membership = membership
+    def __init__(self, settings: ResolverSettings) -> None:
+        self._s = settings
 
     def resolve(
         self,
@@ -91,8 +108,8 @@ class Resolver:
         scope = principal.tenant
         endpoint = f"resolveInterruptByRun:{run_id}:{node_id}"
         digest = idempotency.request_hash("POST", endpoint, {"resumeValue": resume_value, "key": key})
-        engine = self._host.engine
-        now = self._host.clock()
+        engine = self._s.engine
+        now = self._s.clock()
         with engine.begin() as conn:
             started = idempotency.begin(
                 conn, scope=scope, endpoint=endpoint, key=idempotency_key, digest=digest, now=now
@@ -120,7 +137,7 @@ class Resolver:
                         endpoint=endpoint,
                         key=idempotency_key,
                         response=stored,
-                        now=self._host.clock(),
+                        now=self._s.clock(),
                     )
             raise
         except BaseException:
@@ -134,17 +151,19 @@ class Resolver:
                 endpoint=endpoint,
                 key=idempotency_key,
                 response=idempotency.StoredResponse(200, {}, result),
-                now=self._host.clock(),
+                now=self._s.clock(),
             )
         return result
 
     def _resolve(
         self, run_id: str, node_id: str, resume_value: Any, principal: Principal, key: str | None
     ) -> dict[str, Any]:
-        host = self._host
         if tenant_of(run_id) != principal.tenant:
             raise IdTenantMismatch("the run id names another tenant than the caller's")
-        row = host._run_row(run_id)
+        with self._s.engine.connect() as conn:
+            row = get_run(conn, run_id)
+        if row is None:
+            raise NotFound(f"no run {run_id!r}")
         if row.status in TERMINAL_STATUSES:
             raise InterruptAlreadyResolved(
                 f"run {run_id!r} is {row.status}; its interrupts can no longer be resolved",
@@ -153,21 +172,31 @@ class Resolver:
         target = self._target(run_id, node_id, key)
         payload = target.payload
         require_storable(resume_value, "/resumeValue")
-        parsed = check_resume_value(payload, resume_value, received_at=host.clock())
-        now = host.clock()
+        received = self._s.clock()
+        if (
+            payload["kind"] == "approval"
+            and isinstance(resume_value, dict)
+            and "decidedAt" not in resume_value
+        ):
+            # Recorded as normalised: the stamp the value was validated with is the one logged.
+            resume_value = {**resume_value, "decidedAt": iso_z(received)}
+        parsed = check_resume_value(payload, resume_value, received_at=received)
         if parsed is not None:
             self._check_eligible(payload["data"], principal)
             if parsed.action == "ask":
-                return {"runId": run_id, "nodeId": node_id, "status": host.snapshot(run_id)["status"]}
-            if not self._vote(target, parsed, resume_value, principal, now):
-                return {"runId": run_id, "nodeId": node_id, "status": host.snapshot(run_id)["status"]}
-        else:
-            self._claim(target, resume_value, {}, principal.subject(), now)
-        host._drive(run_id)
-        return {"runId": run_id, "nodeId": node_id, "status": host.snapshot(run_id)["status"]}
+                return {"runId": run_id, "nodeId": node_id, "status": row.status}
+        decided, status = self._decide(target, parsed, resume_value, principal)
+        if decided:
+            self._s.on_enqueued(run_id)
+        if status == "timed-out":
+            raise InterruptAlreadyResolved(
+                f"the interrupt at node {node_id!r} timed out before this answer arrived",
+                details={"reason": "timeout"},
+            )
+        return {"runId": run_id, "nodeId": node_id, "status": status or row.status}
 
     def _target(self, run_id: str, node_id: str, key: str | None) -> InterruptRecord:
-        with self._host.engine.connect() as conn:
+        with self._s.engine.connect() as conn:
             rows = interrupts_of_run(conn, run_id, node_id=node_id)
         if key is not None:
             rows = [r for r in rows if r.key == key]
@@ -180,7 +209,7 @@ class Resolver:
 
     def _check_eligible(self, data: dict[str, Any], principal: Principal) -> None:
         """Refuse a principal the gate does not name (approvers, or groups/roles the host honours)."""
-        ref_kinds = self._host.options.ref_kinds
+        ref_kinds = self._s.ref_kinds
         approvers = data.get("approversList") or []
         groups = data.get("approverGroupRefs") or [] if "group" in ref_kinds else []
         roles = data.get("approverRoleRefs") or [] if "role" in ref_kinds else []
@@ -188,8 +217,9 @@ class Resolver:
             return
         if principal.subject_id in approvers:
             return
-        if (groups or roles) and self._membership is not None:
-            held = self._membership(principal)
+        membership = self._s.membership
+        if (groups or roles) and membership is not None:
+            held = membership(principal)
             if set(groups) & held.groups or set(roles) & held.roles:
                 return
         raise Forbidden(
@@ -197,29 +227,40 @@ class Resolver:
             details={"subjectId": principal.subject_id},
         )
 
-    def _vote(
+    def _decide(
         self,
         target: InterruptRecord,
-        parsed: ApprovalResume,
+        parsed: ApprovalResume | None,
         resume_value: Any,
         principal: Principal,
-        now: datetime,
-    ) -> bool:
-        """Record the vote and, if it decides the gate, claim it in the same transaction.
+    ) -> tuple[bool, str | None]:
+        """Time out, vote or claim, in one transaction under the interrupt's row lock.
 
-        Returns whether the gate is now decided. Counting and claiming under one row lock (one
-        write transaction on SQLite) means the vote that decides is the one whose value and
-        decision are recorded: a conflicting vote arriving meanwhile sees a closed gate (409).
+        Returns (whether the run was queued, the run's status to report: ``running`` when the
+        gate was decided, ``timed-out`` when the deadline had passed, ``None`` for a vote that
+        did not decide). Counting and claiming under one lock means the vote that decides is
+        the one whose value is recorded; a conflicting vote arriving meanwhile sees a closed
+        gate (409). A vote counts for the authenticated principal (or the approver a token was
+        minted for): nothing in the resume value confers identity.
         """
-        data = target.payload["data"]
-        voter = parsed.voter or principal.subject_id
-        with self._host.engine.begin() as conn:
+        with self._s.engine.begin() as conn:
+            now = self._s.clock()
             current = lock_interrupt(conn, target.interrupt_id)
             if current is None or not current.is_pending:
                 raise InterruptAlreadyResolved("the interrupt was resolved meanwhile")
+            if current.deadline is not None and now >= current.deadline:
+                _time_out(conn, current, now)
+                enqueue(conn, current.run_id, now=now, running=True)
+                return True, "timed-out"
+            if parsed is None:
+                _claim_in(conn, current, resume_value, {}, principal.subject(), now)
+                enqueue(conn, current.run_id, now=now, running=True)
+                return True, "running"
+            data = current.payload["data"]
+            voter = principal.subject_id
             votes = [Vote.from_json(v) for v in current.votes or []]
             if any(v.voter == voter for v in votes):
-                return False  # one vote per voter: a repeat changes nothing
+                return False, None  # one vote per person: a repeat changes nothing
             override = principal.can_override and bool(data.get("overrideBypassesQuorum"))
             votes.append(Vote(voter=voter, action=parsed.action, override=override))
             outcome = tally(
@@ -228,100 +269,89 @@ class Resolver:
                 rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
                 override_bypasses_quorum=bool(data.get("overrideBypassesQuorum", False)),
             )
-            set_votes(conn, target.interrupt_id, [v.as_json() for v in votes])
-            if outcome.decided:
-                resolution = _approval_resolution(outcome, parsed)
-                self._claim_in(conn, target, resume_value, resolution, principal.subject(), now)
-        return outcome.decided
-
-    def _claim(
-        self,
-        target: InterruptRecord,
-        resume_value: Any,
-        resolution: dict[str, Any],
-        resolved_by: dict[str, Any] | None,
-        now: datetime,
-        *,
-        status: str = "resolved",
-    ) -> None:
-        """Claim the interrupt and append ``interrupt.resolved`` in a transaction of its own."""
-        with self._host.engine.begin() as conn:
-            self._claim_in(conn, target, resume_value, resolution, resolved_by, now, status=status)
-
-    def _claim_in(
-        self,
-        conn: Connection,
-        target: InterruptRecord,
-        resume_value: Any,
-        resolution: dict[str, Any],
-        resolved_by: dict[str, Any] | None,
-        now: datetime,
-        *,
-        status: str = "resolved",
-    ) -> None:
-        """Claim (pending -> resolved|expired) and append the resolution events in ``conn``.
-
-        Raises:
-            InterruptAlreadyResolved: another caller claimed it first.
-        """
-        event_payload: dict[str, Any] = {
-            "nodeId": target.node_id,
-            "interruptId": target.interrupt_id,
-            "kind": target.kind,
-            **resolution,
-        }
-        if resume_value is not None:
-            event_payload["resumeValue"] = resume_value
-        if resolved_by is not None:
-            event_payload["resolvedBy"] = resolved_by
-        events = [NewEvent("interrupt.resolved", event_payload, node_id=target.node_id)]
-        alias = _RESOLVED_ALIAS.get(resolution.get("decision", "")) if target.kind == "approval" else None
-        if target.kind == "clarification":
-            alias = "clarification.resolved"
-        if alias:
-            events.append(NewEvent(alias, event_payload, node_id=target.node_id))
-        if target.kind == "conversation.exchange" and status == "resolved":
-            data = target.payload["data"]
-            turn = data.get("turnIndex")
-            if turn is None:
-                turn = _turns_so_far(conn, target.run_id, data["conversationId"])
-            exchanged: dict[str, Any] = {"conversationId": data["conversationId"], "turnIndex": turn}
-            if resume_value is not None:
-                exchanged["outcome"] = resume_value
-            events.append(NewEvent("conversation.exchanged", exchanged, node_id=target.node_id))
-        won = claim(
-            conn,
-            target.interrupt_id,
-            status="expired" if status == "expired" else "resolved",
-            now=now,
-            resume_value=resume_value,
-            resolution=resolution,
-            resolved_by=resolved_by,
-        )
-        if not won:
-            raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
-        append_events(conn, target.run_id, events, now=now)
+            set_votes(conn, current.interrupt_id, [v.as_json() for v in votes])
+            if not outcome.decided:
+                return False, None
+            resolution = approval_resolution(outcome, parsed)
+            _claim_in(conn, current, resume_value, resolution, principal.subject(), now)
+            enqueue(conn, current.run_id, now=now, running=True)
+            return True, "running"
 
     def sweep(self, now: datetime) -> int:
-        """Time out expired pending interrupts (see ``WopHost.sweep``)."""
-        with self._host.engine.connect() as conn:
+        """Time out expired pending interrupts (see ``WopHost.sweep``); returns how many."""
+        with self._s.engine.connect() as conn:
             expired = expired_pending(conn, now, limit=1000)
-        runs: set[str] = set()
         timed_out = 0
         for record in expired:
-            if record.kind == "approval":
-                resolution = {"action": "timeout", "decision": "rejected", "reason": "timeout"}
-            else:
-                resolution = {"reason": "timeout"}
-            try:
-                self._claim(record, None, resolution, None, now, status="expired")
-            except InterruptAlreadyResolved:
-                continue  # another process (or a resolver) got there first
+            with self._s.engine.begin() as conn:
+                current = lock_interrupt(conn, record.interrupt_id)
+                if current is None or not current.is_pending:
+                    continue  # another process (or a resolver) got there first
+                _time_out(conn, current, now)
+                enqueue(conn, current.run_id, now=now, running=True)
             timed_out += 1
-            runs.add(record.run_id)
-        for run_id in sorted(runs):
-            self._host._drive(run_id)
+            self._s.on_enqueued(record.run_id)
         return timed_out
+
+
+def _time_out(conn: Connection, target: InterruptRecord, now: datetime) -> None:
+    """Resolve an interrupt whose deadline passed: an approval is rejected, anything else expires."""
+    resolution = APPROVAL_TIMEOUT if target.kind == "approval" else OTHER_TIMEOUT
+    _claim_in(conn, target, None, dict(resolution), None, now, status="expired")
+
+
+def _claim_in(
+    conn: Connection,
+    target: InterruptRecord,
+    resume_value: Any,
+    resolution: dict[str, Any],
+    resolved_by: dict[str, Any] | None,
+    now: datetime,
+    *,
+    status: str = "resolved",
+) -> None:
+    """Claim (pending -> resolved|expired) and append the resolution events in ``conn``.
+
+    Raises:
+        InterruptAlreadyResolved: another caller claimed it first.
+    """
+    event_payload: dict[str, Any] = {
+        "nodeId": target.node_id,
+        "interruptId": target.interrupt_id,
+        "kind": target.kind,
+        **resolution,
+    }
+    if resume_value is not None:
+        event_payload["resumeValue"] = resume_value
+    if resolved_by is not None:
+        event_payload["resolvedBy"] = resolved_by
+    events = [NewEvent("interrupt.resolved", event_payload, node_id=target.node_id)]
+    alias = _RESOLVED_ALIAS.get(resolution.get("decision", "")) if target.kind == "approval" else None
+    if target.kind == "clarification":
+        alias = "clarification.resolved"
+    if alias:
+        events.append(NewEvent(alias, event_payload, node_id=target.node_id))
+    if target.kind == "conversation.exchange" and status == "resolved":
+        data = target.payload["data"]
+        turn = data.get("turnIndex")
+        if turn is None:
+            turn = _turns_so_far(conn, target.run_id, data["conversationId"])
+        exchanged: dict[str, Any] = {"conversationId": data["conversationId"], "turnIndex": turn}
+        if resume_value is not None:
+            exchanged["outcome"] = resume_value
+        events.append(NewEvent("conversation.exchanged", exchanged, node_id=target.node_id))
+    won = claim(
+        conn,
+        target.interrupt_id,
+        status="expired" if status == "expired" else "resolved",
+        now=now,
+        resume_value=resume_value,
+        resolution=resolution,
+        resolved_by=resolved_by,
+    )
+    if not won:
+        raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
+    append_events(conn, target.run_id, events, now=now)
 
 
 def _turns_so_far(conn: Connection, run_id: str, conversation_id: str) -> int:
@@ -336,19 +366,6 @@ def _turns_so_far(conn: Connection, run_id: str, conversation_id: str) -> int:
         for r in rows
         if r.kind == "conversation.exchange" and r.payload["data"].get("conversationId") == conversation_id
     )
-
-
-def _approval_resolution(outcome: Tally, parsed: ApprovalResume) -> dict[str, Any]:
-    resolution: dict[str, Any] = {"action": outcome.action}
-    if outcome.decision is not None:
-        resolution["decision"] = outcome.decision
-    if outcome.reason is not None:
-        resolution["reason"] = outcome.reason
-    if isinstance(parsed, RefineResume):
-        resolution["refineFeedback"] = parsed.refine_feedback.to_wire()
-    if isinstance(parsed, EditAcceptResume):
-        resolution["editedArtifactData"] = parsed.edited_artifact_data
-    return resolution
 
 
 def _replayed_error(body: Any) -> WopError:

@@ -1,61 +1,46 @@
 """``WopHost``: the in-process OpenWOP host over registered LangGraph graphs (no HTTP).
 
-It creates runs, drives their graphs, answers snapshots and event reads, cancels runs, resolves
-interrupts exactly once, times out expired ones and recovers after a crash. All state lives in
-the store, so any number of hosts (threads, processes, replicas) may share one database:
-exactly-once comes from the interrupt claim and the per-run lock, never from memory.
+Its public methods record facts and put runs on the durable queue, in one transaction each;
+workers (:meth:`WopHost.start_workers`, ``wop-langgraph worker``, or the caller itself when it
+asks to ``wait``) drive the graphs. All state lives in the store, so any number of hosts
+(threads, processes, replicas) may share one database: exactly-once comes from the interrupt
+claim, the queue's leases and LangGraph's strict resume, never from memory.
 """
 
 from __future__ import annotations
 
-import functools
+import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
 from sqlalchemy import Engine, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
-from wop_langgraph.host.driver import TERMINAL_STATUSES, GraphDriver, jsonable, resume_command
-from wop_langgraph.host.locks import RunLocks
+from wop_langgraph.host.driver import jsonable
+from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, RunOptions
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.host.registry import GraphRegistry
-from wop_langgraph.host.resolver import Resolver
+from wop_langgraph.host.resolver import Resolver, ResolverSettings
 from wop_langgraph.host.validation import require_storable
-from wop_langgraph.nodes._context import RunContext
-from wop_langgraph.nodes._suspend import Delivery
+from wop_langgraph.host.worker import WorkerPool
 from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.store.events import NewEvent, append_events, read_events
-from wop_langgraph.store.interrupts import (
-    InterruptRecord,
-    cancel_pending,
-    interrupts_of_run,
-    mark_consumed,
-    resolved_unconsumed,
-)
-from wop_langgraph.store.run_tables import events_table, runs_table
+from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
+from wop_langgraph.store.run_queue import CANCEL_CHANNEL, enqueue, notify, unqueued_stragglers
+from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
 from wop_langgraph.store.saver import SQLModelSaver
 
 __all__ = ["DEFAULT_ESCALATION_THRESHOLD", "WopHost"]
 
 DEFAULT_ESCALATION_THRESHOLD = 0.7
 EVENT_LOG_SCHEMA_VERSION = 3
-
-
-@dataclass(frozen=True)
-class HostOptions:
-    """What the host enables beyond approvals, clarifications, external events and custom."""
-
-    conversations: bool = False
-    credentials: bool = False
-    ref_kinds: frozenset[str] = frozenset({"principal"})
 
 
 class WopHost:
@@ -68,6 +53,13 @@ class WopHost:
         ref_kinds: approver reference kinds honoured (``principal``, ``group``, ``role``).
         membership: resolves a principal's groups and roles at decision time.
         clock: the time source (injectable for tests and the timeout sweep).
+        lease_seconds: how long a worker's lease on a run lasts without renewal, i.e. how soon
+            another worker continues the run of a worker that died.
+
+    Library calls wait by default (``wait=True``): they return when the run is at rest again
+    (suspended on an interrupt, or ended), driving it on the calling thread unless a worker of
+    this or another process already is. Pass ``wait=False`` to return at commit and let workers
+    drive the run (:meth:`start_workers`); the HTTP server always does.
     """
 
     def __init__(
@@ -79,15 +71,20 @@ class WopHost:
         ref_kinds: Iterable[str] = ("principal",),
         membership: MembershipResolver | None = None,
         clock: Callable[[], datetime] = utcnow,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         self.saver = saver
         self.clock = clock
-        self.options = HostOptions(conversations, credentials, frozenset(ref_kinds))
         saver.recorder = InterruptRecorder(clock)
         self.engine: Engine = saver.engine
         self.registry = GraphRegistry(saver)
-        self._locks = RunLocks(self.engine)
-        self._resolver = Resolver(self, membership)
+        self.options = RunOptions(conversations, credentials, DEFAULT_ESCALATION_THRESHOLD)
+        self.ref_kinds = frozenset(ref_kinds)
+        self.executor = Executor(self.engine, self.registry, self.options, clock, lease_seconds=lease_seconds)
+        self._pool: WorkerPool | None = None
+        self._resolver = Resolver(
+            ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued)
+        )
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> WopHost:
@@ -107,12 +104,54 @@ class WopHost:
     ) -> None:
         """Register a compiled graph under ``workflow_id``.
 
+        Nodes may be ``def`` or ``async def``; a graph with async nodes is streamed with
+        LangGraph's async API.
+
         Args:
             rejection_routes: node id -> node that a rejected approval in that node continues
                 to (the explicit equivalent of an ``any_failed`` edge); without a route a
                 rejection fails the node and the run with ``approval_rejected``.
         """
         self.registry.register(workflow_id, graph, rejection_routes or {})
+
+    # -- workers ----------------------------------------------------------------------------
+
+    def start_workers(
+        self, concurrency: int = 4, *, poll_seconds: float = 1.0, sweep_seconds: float = 5.0
+    ) -> WorkerPool:
+        """Start ``concurrency`` worker threads in this process (idempotent); returns the pool.
+
+        Workers drive every queued run of the workflows registered here, and time out expired
+        interrupts every ``sweep_seconds`` (0: never).
+        """
+        if self._pool is None:
+            self._pool = WorkerPool(
+                self.executor,
+                concurrency,
+                poll_seconds=poll_seconds,
+                sweep=self.sweep_now,
+                sweep_seconds=sweep_seconds,
+            )
+            self._pool.start()
+        return self._pool
+
+    def stop_workers(self, timeout: float = 30.0) -> None:
+        """Stop this process's workers after their current pass."""
+        if self._pool is not None:
+            self._pool.stop(timeout)
+            self._pool = None
+        self.executor.close()
+
+    def run_until_idle(self) -> int:
+        """Drive every queued run of the registered workflows here until none is left.
+
+        Returns how many drives it made. For scripts, notebooks and tests without workers.
+        """
+        drives = 0
+        while (claim := self.executor.claim_next()) is not None:
+            self.executor.drive(claim)
+            drives += 1
+        return drives
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -126,8 +165,13 @@ class WopHost:
         callback_url: str | None = None,
         tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        wait: bool = True,
     ) -> dict[str, Any]:
-        """Create a run, drive it to its first suspension or its end, and return its snapshot."""
+        """Create a run and queue it; returns its snapshot.
+
+        With ``wait`` (the default) the call returns once the run is at rest: suspended on its
+        first interrupt or ended. Without it, the run is ``pending`` until a worker takes it.
+        """
         self.registry.get(workflow_id)
         if configurable is not None:
             self._check_configurable(configurable)
@@ -147,7 +191,7 @@ class WopHost:
                     workflow_id=workflow_id,
                     tenant=owner.tenant,
                     owner=owner_doc,
-                    status="running",
+                    status="pending",
                     inputs=inputs_doc,
                     configurable=configurable,
                     tags=tags,
@@ -158,7 +202,10 @@ class WopHost:
                 )
             )
             append_events(conn, run_id, [NewEvent("run.started", started)], now=now)
-        self._drive(run_id, first_input=inputs if inputs is not None else {})
+            enqueue(conn, run_id, now=now)
+        self._enqueued(run_id)
+        if wait:
+            self.executor.drive_until_idle(run_id)
         return self.snapshot(run_id)
 
     def snapshot(self, run_id: str) -> dict[str, Any]:
@@ -204,9 +251,18 @@ class WopHost:
             return interrupts_of_run(conn, run_id)
 
     def cancel(
-        self, run_id: str, *, reason: str | None = None, principal: Principal | None = None
+        self,
+        run_id: str,
+        *,
+        reason: str | None = None,
+        principal: Principal | None = None,
+        wait: bool = True,
     ) -> dict[str, Any]:
         """Cancel a run: its pending interrupts become unresolvable; returns ``{runId, status}``.
+
+        A run being driven is stopped: an async node is cancelled, a sync node at its next step
+        boundary; ``run.cancelled`` is the last event of its log. With ``wait`` the call returns
+        once no drive of the run is left in this process.
 
         Raises:
             RunTerminal: the run already completed, failed or was cancelled.
@@ -216,7 +272,13 @@ class WopHost:
             changed = conn.execute(
                 update(runs_table)
                 .where(runs_table.c.run_id == run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
-                .values(status="cancelled", current_node_id=None, updated_at=now, completed_at=now)
+                .values(
+                    status="cancelled",
+                    current_node_id=None,
+                    updated_at=now,
+                    completed_at=now,
+                    queued_at=None,
+                )
             ).rowcount
             if not changed:
                 row = conn.execute(select(runs_table.c.status).where(runs_table.c.run_id == run_id)).first()
@@ -231,7 +293,11 @@ class WopHost:
                 payload["reason"] = reason
             if principal is not None:
                 payload["cancelledBy"] = principal.subject_id  # a string in runCancelled
-            append_events(conn, run_id, [NewEvent("run.cancelled", payload)], now=now)
+            append_events(conn, run_id, [NewEvent("run.cancelled", payload)], now=now, close=True)
+            notify(conn, CANCEL_CHANNEL, run_id)
+        self.executor.cancel_local(run_id)
+        if wait:
+            self.executor.wait_until_undriven(run_id)
         return {"runId": run_id, "status": "cancelled"}
 
     # -- interrupts -------------------------------------------------------------------------
@@ -245,105 +311,98 @@ class WopHost:
         *,
         idempotency_key: str | None = None,
         key: str | None = None,
+        wait: bool = True,
     ) -> dict[str, Any]:
         """Resolve (or vote on) the pending interrupt of ``node_id`` in ``run_id``.
 
-        Returns ``{runId, nodeId, status}`` with the run's status afterwards. See
+        Returns ``{runId, nodeId, status}``: ``running`` when this call decided the gate (the
+        run is queued), the waiting status for a vote that did not decide it. With ``wait`` the
+        returned status is the run's once it is at rest again. See
         :class:`~wop_langgraph.host.resolver.Resolver` for the contract.
         """
-        return self._resolver.resolve(
+        result = self._resolver.resolve(
             run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
         )
+        if wait and result["status"] == "running":
+            self.executor.drive_until_idle(run_id)
+            result = {**result, "status": self.snapshot(run_id)["status"]}
+        return result
 
-    def sweep(self, now: datetime | None = None) -> int:
+    def sweep(self, now: datetime | None = None, *, wait: bool = True) -> int:
         """Time out every pending interrupt whose deadline passed; returns how many.
 
         Approvals are resolved as rejected (``action: timeout``) whatever ``onTimeout`` says;
         other kinds expire and fail their node with ``interrupt_expired``. Safe to run from
-        several processes at once: each interrupt is claimed by exactly one of them.
+        several processes at once: each interrupt is claimed by exactly one of them. A resolve
+        that arrives after the deadline times the gate out itself: the sweep only makes the
+        timeout visible sooner. With ``wait``, the runs are driven on (here, if no worker is).
         """
-        return self._resolver.sweep(now or self.clock())
+        self.executor.reap_dead_local_leases()
+        timed_out = self._resolver.sweep(now or self.clock())
+        if wait and timed_out:
+            self.run_until_idle()
+        return timed_out
 
-    def recover(self) -> int:
-        """Deliver every resolution that was claimed but never reached its graph; returns runs driven.
+    def sweep_now(self) -> int:
+        """The workers' sweep: time out what is due and leave the driving to the workers."""
+        return self.sweep(wait=False)
 
-        Runs of workflows this host has not registered are left for a host that has them.
+    def recover(self, *, wait: bool = True) -> int:
+        """Queue every unfinished run that is neither queued nor waiting; returns how many.
+
+        Runs are queued from the transaction that creates them and leave the queue only when a
+        worker has driven them to rest, so after a crash they are still queued and their
+        leases run out; this catches what an older version (or a database edited by hand) left.
+        With ``wait`` the queued runs of the registered workflows are then driven here.
         """
-        with self.engine.connect() as conn:
-            runs = sorted({r.run_id for r in resolved_unconsumed(conn)})
-        driven = 0
-        for run_id in runs:
-            if self._run_row(run_id).workflow_id in self.registry:
-                self._drive(run_id)
-                driven += 1
-        return driven
+        self.executor.reap_dead_local_leases()
+        now = self.clock()
+        with self.engine.begin() as conn:
+            stragglers = unqueued_stragglers(conn)
+            for run_id in stragglers:
+                enqueue(conn, run_id, now=now)
+        for run_id in stragglers:
+            self._enqueued(run_id)
+        if wait:
+            return max(self.run_until_idle(), len(stragglers))
+        return len(stragglers)
+
+    # -- async twins ------------------------------------------------------------------------
+
+    async def acreate_run(self, workflow_id: str, inputs: Any = None, **options: Any) -> dict[str, Any]:
+        """Async :meth:`create_run` (the event loop never waits on the database or the graph)."""
+        return await asyncio.to_thread(self.create_run, workflow_id, inputs, **options)
+
+    async def aresolve(
+        self, run_id: str, node_id: str, resume_value: Any, principal: Principal, **options: Any
+    ) -> dict[str, Any]:
+        """Async :meth:`resolve`."""
+        return await asyncio.to_thread(self.resolve, run_id, node_id, resume_value, principal, **options)
+
+    async def asnapshot(self, run_id: str) -> dict[str, Any]:
+        """Async :meth:`snapshot`."""
+        return await asyncio.to_thread(self.snapshot, run_id)
+
+    async def aevents(
+        self, run_id: str, *, after: int = -1, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Async :meth:`events`."""
+        return await asyncio.to_thread(self.events, run_id, after=after, limit=limit)
+
+    async def acancel(self, run_id: str, **options: Any) -> dict[str, Any]:
+        """Async :meth:`cancel`."""
+        return await asyncio.to_thread(self.cancel, run_id, **options)
+
+    async def asweep(self, now: datetime | None = None, **options: Any) -> int:
+        """Async :meth:`sweep`."""
+        return await asyncio.to_thread(self.sweep, now, **options)
 
     # -- internals --------------------------------------------------------------------------
 
-    def _drive(self, run_id: str, first_input: Any = None) -> None:
-        """Run the graph while this process holds the run's lock and there is work to do."""
-        graph_input = first_input
-        while True:
-            with self._locks.hold(run_id) as held:
-                if not held:
-                    return  # the holder delivers our committed resolution before it lets go
-                while True:
-                    row = self._run_row(run_id)
-                    if row.status in TERMINAL_STATUSES:
-                        return
-                    with self.engine.connect() as conn:
-                        undelivered = resolved_unconsumed(conn, run_id)
-                    if graph_input is None and not undelivered:
-                        break
-                    self._run_once(row, graph_input, undelivered)
-                    graph_input = None
-            with self.engine.connect() as conn:
-                if not resolved_unconsumed(conn, run_id):
-                    return
-
-    def _run_once(self, row: Any, graph_input: Any, undelivered: list[InterruptRecord]) -> None:
-        registered = self.registry.get(row.workflow_id)
-        driver = GraphDriver(
-            engine=self.engine,
-            graph=registered.graph,
-            context=self._context(row, registered.rejection_routes),
-            clock=self.clock,
-            recursion_limit=_run_option(row.configurable, "recursionLimit"),
-        )
-        if graph_input is None:
-            values = {r.interrupt_id: _delivery(r).as_value() for r in undelivered}
-            graph_input = resume_command(undelivered, values)
-        try:
-            driver.run(graph_input, undelivered)
-        except UnknownInterruptError as exc:
-            # Delivered before a crash, but not marked: LangGraph already consumed these.
-            pending_ids = set(getattr(exc, "pending_ids", ()) or ())
-            consumed = [r.interrupt_id for r in undelivered if r.lg_interrupt_id not in pending_ids]
-            with self.engine.begin() as conn:
-                mark_consumed(conn, consumed or [r.interrupt_id for r in undelivered], now=self.clock())
-
-    def _context(self, row: Any, routes: Mapping[str, str]) -> RunContext:
-        threshold = _run_option(row.configurable, "escalationThreshold")
-        return RunContext(
-            run_id=row.run_id,
-            escalation_threshold=DEFAULT_ESCALATION_THRESHOLD if threshold is None else threshold / 100,
-            conversations=self.options.conversations,
-            credentials=self.options.credentials,
-            rejection_routes=dict(routes),
-            emit=functools.partial(self._emit_once, row.run_id),
-        )
-
-    def _emit_once(
-        self, run_id: str, event_type: str, node_id: str, payload: dict[str, Any], event_id: str
-    ) -> None:
-        """Append a node-level event unless an event with ``event_id`` exists (a replay)."""
-        with self.engine.begin() as conn:
-            seen = conn.execute(
-                select(events_table.c.sequence).where(events_table.c.event_id == event_id)
-            ).first()
-            if seen is None:
-                event = NewEvent(event_type, payload, node_id=node_id, event_id=event_id)
-                append_events(conn, run_id, [event], now=self.clock())
+    def _enqueued(self, run_id: str) -> None:
+        """A transaction queued ``run_id`` and committed: wake a local worker."""
+        if self._pool is not None:
+            self._pool.wake()
 
     def _check_configurable(self, configurable: dict[str, Any]) -> None:
         validate_against_schema(configurable, configurable_schema(), what="configurable")
@@ -356,7 +415,7 @@ class WopHost:
 
     def _run_row(self, run_id: str) -> Any:
         with self.engine.connect() as conn:
-            row = conn.execute(select(runs_table).where(runs_table.c.run_id == run_id)).first()
+            row = get_run(conn, run_id)
         if row is None:
             raise NotFound(f"no run {run_id!r}")
         return row
@@ -367,8 +426,3 @@ def _run_option(configurable: Any, name: str) -> Any:
         return None
     section = configurable.get("run")
     return section.get(name) if isinstance(section, dict) else None
-
-
-def _delivery(record: InterruptRecord) -> Delivery:
-    status = "expired" if record.status == "expired" else "resolved"
-    return Delivery(status=status, resume_value=record.resume_value, resolution=record.resolution or {})

@@ -1,9 +1,11 @@
 """What a node API call knows about where it runs: the run, the node path, the host's settings.
 
 The host puts a :class:`RunContext` into the run's LangGraph config under
-:data:`CONTEXT_KEY`; the node API reads it back with :func:`current_call`. Everything a
-node call needs is derived from LangGraph's own config so that a replayed execution derives
-exactly the same values.
+:data:`CONTEXT_KEY`; the node API reads it back with :func:`current_call`. A graph run by
+plain LangGraph (``graph.invoke``, LangGraph Studio, ``langgraph dev``) has no such context:
+the call is then *plain* (``NodeCall.context is None``) and suspends with LangGraph's own
+``interrupt()``. Everything a node call needs is derived from LangGraph's own config so that
+a replayed execution derives exactly the same values.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.config import get_config
+from langgraph.config import get_config, get_stream_writer
 
-from wop_langgraph.protocol.errors import WopError
+from wop_langgraph.protocol.errors import ValidationError, WopError
 
 __all__ = [
     "CONTEXT_KEY",
+    "DEFAULT_ESCALATION_THRESHOLD",
     "NODE_PATH_SEPARATOR",
     "NodeCall",
     "RunContext",
@@ -30,6 +33,9 @@ __all__ = [
 
 #: Key of the :class:`RunContext` inside ``config["configurable"]``.
 CONTEXT_KEY = "__wop_context"
+
+#: The low-confidence threshold when neither the call nor the run sets one.
+DEFAULT_ESCALATION_THRESHOLD = 0.7
 
 
 @dataclass(frozen=True)
@@ -44,31 +50,95 @@ class RunContext:
         rejection_routes: node id -> the node a rejected approval continues to.
         emit: appends node-level events (``agent.decided``, ``conversation.*``) to the run's
             log exactly once per ``eventId``; set by the host.
+        routed_rejections: task ids of gates rejected onto their rejection route in this
+            drive (the driver logs them as failed sources, not completions).
     """
 
     run_id: str
-    escalation_threshold: float = 0.7
+    escalation_threshold: float = DEFAULT_ESCALATION_THRESHOLD
     conversations: bool = False
     credentials: bool = False
     rejection_routes: Mapping[str, str] = field(default_factory=dict)
     emit: Callable[[str, str, dict[str, Any], str], None] | None = None
+    routed_rejections: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
 class NodeCall:
-    """The context of one node API call: the run, the node path and the task namespace."""
+    """The context of one node API call: the run, the node path and the task namespace.
 
-    context: RunContext
+    Attributes:
+        context: the host's :class:`RunContext`; ``None`` when plain LangGraph runs the graph.
+        node_id: the OpenWOP node id (``parent.child`` inside a subgraph).
+        task_ns: LangGraph's namespace of the running task (node names and task ids).
+        task_name: the LangGraph node name.
+        thread_id: LangGraph's ``thread_id`` (the run id under the host).
+        configurable: LangGraph's ``configurable`` of the task, read outside the host only.
+    """
+
+    context: RunContext | None
     node_id: str
     task_ns: str
     task_name: str
+    thread_id: str = ""
+    configurable: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def hosted(self) -> bool:
+        """Whether a :class:`WopHost` runs this graph (else plain LangGraph does)."""
+        return self.context is not None
+
+    @property
+    def run_id(self) -> str:
+        """The OpenWOP run id under the host; LangGraph's thread id outside it."""
+        return self.context.run_id if self.context is not None else self.thread_id
+
+    def escalation_threshold(self) -> float:
+        """The run's low-confidence threshold, 0..1.
+
+        Under the host it comes from the run's ``configurable.run.escalationThreshold``; outside
+        it from LangGraph's ``config["configurable"]["run"]["escalationThreshold"]``, read the
+        same way (a percentage 0..100); else :data:`DEFAULT_ESCALATION_THRESHOLD`.
+        """
+        if self.context is not None:
+            return self.context.escalation_threshold
+        section = self.configurable.get("run")
+        percent = section.get("escalationThreshold") if isinstance(section, Mapping) else None
+        if percent is None:
+            return DEFAULT_ESCALATION_THRESHOLD
+        if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
+            raise ValidationError(
+                "configurable.run.escalationThreshold is a whole percentage from 0 to 100",
+                details={"path": "/configurable/run/escalationThreshold"},
+            )
+        return percent / 100
+
+    def rejection_route(self) -> str | None:
+        """The node a rejected approval in this node continues to, if the host registered one."""
+        if self.context is None:
+            return None
+        return self.context.rejection_routes.get(self.node_id)
+
+    @property
+    def task_id(self) -> str:
+        """LangGraph's id of the task running this call (the last segment of its namespace)."""
+        return self.task_ns.rsplit("|", 1)[-1].split(":", 1)[-1]
 
     def emit(self, event_type: str, payload: dict[str, Any], *, discriminator: Any = None) -> None:
-        """Append a node-level event once: a replay of this execution appends nothing new."""
-        if self.context.emit is None:
+        """Record a node-level event once: a replay of this execution appends nothing new.
+
+        Under the host the event goes to the run's event log (deduplicated by ``eventId``).
+        Outside it there is no event log: the event is written to LangGraph's ``custom``
+        stream as ``{"type", "nodeId", "eventId", "payload"}``; a replayed execution writes it
+        again with the same ``eventId``, so a consumer can drop the repeat.
+        """
+        event_id = stable_id(self.run_id, self.task_ns, event_type, discriminator)
+        if self.context is None:
+            writer = get_stream_writer()
+            writer({"type": event_type, "nodeId": self.node_id, "eventId": event_id, "payload": payload})
             return
-        event_id = stable_id(self.context.run_id, self.task_ns, event_type, discriminator)
-        self.context.emit(event_type, self.node_id, payload, event_id)
+        if self.context.emit is not None:
+            self.context.emit(event_type, self.node_id, payload, event_id)
 
 
 #: Joins the node names of a subgraph path. The official nodeId grammar
@@ -88,10 +158,10 @@ def stable_id(*parts: Any) -> str:
 
 
 def current_call() -> NodeCall:
-    """The :class:`NodeCall` of the node running now.
+    """The :class:`NodeCall` of the node running now, under the host or plain LangGraph.
 
     Raises:
-        WopError: when called outside a node of a graph run by a :class:`WopHost`.
+        WopError: when called outside a node of a running LangGraph graph.
     """
     try:
         config = get_config()
@@ -99,20 +169,21 @@ def current_call() -> NodeCall:
         raise _outside_node() from exc
     configurable = config.get("configurable", {})
     context = configurable.get(CONTEXT_KEY)
-    if not isinstance(context, RunContext):
-        raise _outside_node()
     task_ns = str(configurable.get("checkpoint_ns", ""))
     metadata = config.get("metadata", {})
     return NodeCall(
-        context=context,
+        context=context if isinstance(context, RunContext) else None,
         node_id=node_path(task_ns) or str(metadata.get("langgraph_node", "")),
         task_ns=task_ns,
         task_name=str(metadata.get("langgraph_node", "")),
+        thread_id=str(configurable.get("thread_id", "")),
+        configurable=configurable,
     )
 
 
 def _outside_node() -> WopError:
     return WopError(
-        "wop_langgraph node functions must be called inside a node of a graph run by WopHost "
-        "(create_run/resolve); call them from the node body, not at import or from a tool thread"
+        "wop_langgraph node functions must be called inside a node of a running LangGraph graph "
+        "(graph.invoke, WopHost.create_run/resolve, LangGraph Studio); call them from the node "
+        "body, not at import or from a thread the node started"
     )

@@ -1,65 +1,30 @@
-"""The one place where a node suspends: wrap an OpenWOP payload, call ``interrupt()``, unwrap.
+"""The one place where a node suspends: build an OpenWOP payload, call ``interrupt()``, unwrap.
 
-The value handed to LangGraph's ``interrupt()`` is an :data:`ENVELOPE_MARK`-tagged dict with
-the node path, the task namespace and the payload (without its key: the store derives the key
-when it records the interrupt). The value the host resumes with is a *delivery*: the
-resolution as the host decided it (see :class:`Delivery`).
+Under the host, the value handed to LangGraph's ``interrupt()`` is an
+:data:`ENVELOPE_MARK`-tagged dict with the node path, the task namespace and the payload
+(without its key: the store derives the key when it records the interrupt), and the host
+resumes with a *delivery*: the resolution as the host decided it (see :class:`Delivery`).
+
+Outside the host (plain LangGraph), :mod:`wop_langgraph.nodes._plain` suspends with the bare
+OpenWOP payload and turns the plain resume value into the same :class:`Delivery`, so every
+node API function turns a delivery into its result by one code path, wherever it runs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from langgraph.types import interrupt
 
 from wop_langgraph.nodes._context import NodeCall, current_call
-from wop_langgraph.protocol.errors import WopError
+from wop_langgraph.nodes._delivery import DELIVERY_MARK, Delivery
+from wop_langgraph.nodes._plain import suspend_plain
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
 
 __all__ = ["DELIVERY_MARK", "ENVELOPE_MARK", "Delivery", "suspend", "timeout_ms"]
 
 ENVELOPE_MARK = "__wop_interrupt__"
-DELIVERY_MARK = "__wop_delivery__"
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """How the host resolved an interrupt, as the node receives it.
-
-    Attributes:
-        status: ``resolved`` (someone answered, or a timed-out approval was rejected) or
-            ``expired`` (a non-approval interrupt's timeout passed).
-        resume_value: the caller's validated ``resumeValue`` (or the host's, for a timeout).
-        resolution: what the host recorded on ``interrupt.resolved`` (``action``, ``decision``,
-            ``reason``, ...).
-    """
-
-    status: str
-    resume_value: Any
-    resolution: dict[str, Any]
-
-    def as_value(self) -> dict[str, Any]:
-        """The JSON value the host resumes the graph with."""
-        return {
-            DELIVERY_MARK: 1,
-            "status": self.status,
-            "resumeValue": self.resume_value,
-            "resolution": self.resolution,
-        }
-
-    @classmethod
-    def from_value(cls, value: Any) -> Delivery:
-        """Read a delivery back; anything else was not resumed by a WopHost."""
-        if not isinstance(value, dict) or value.get(DELIVERY_MARK) != 1:
-            raise WopError(
-                "this interrupt was resumed without WopHost.resolve (a raw Command(resume=...)); "
-                "resolve OpenWOP interrupts through the host so they are validated and recorded"
-            )
-        return cls(
-            status=value["status"], resume_value=value.get("resumeValue"), resolution=value["resolution"]
-        )
 
 
 def timeout_ms(timeout: timedelta | float | None) -> int | None:
@@ -80,7 +45,12 @@ def suspend(
     timeout: timedelta | float | None = None,
     call: NodeCall | None = None,
 ) -> Delivery:
-    """Suspend the current node with an OpenWOP interrupt of ``kind`` and return its delivery."""
+    """Suspend the current node with an OpenWOP interrupt of ``kind`` and return its delivery.
+
+    Raises:
+        ValidationError: the payload is malformed (before anything is recorded), or, outside
+            the host, the resume value does not fit the interrupt (the interrupt stays pending).
+    """
     call = call or current_call()
     payload: dict[str, Any] = {"kind": kind, "data": data}
     if resume_schema is not None:
@@ -88,6 +58,8 @@ def suspend(
     millis = timeout_ms(timeout)
     if millis:
         payload["timeoutMs"] = millis
+    if not call.hosted:
+        return suspend_plain(call, payload)
     # Refuse a malformed payload here, in the node, before anything is recorded: the store
     # adds the key later, so validate with a placeholder one.
     parse_interrupt_payload({**payload, "key": "pending"})

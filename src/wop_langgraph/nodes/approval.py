@@ -10,9 +10,10 @@ from typing import Any
 from langgraph.errors import ParentCommand
 from langgraph.types import Command
 
-from wop_langgraph.nodes._context import current_call
+from wop_langgraph.nodes._context import NodeCall, current_call
+from wop_langgraph.nodes._delivery import Delivery
 from wop_langgraph.nodes._suspend import suspend
-from wop_langgraph.protocol.errors import ApprovalRejected
+from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired
 
 __all__ = ["ApprovalDecision", "request_approval"]
 
@@ -68,8 +69,24 @@ def request_approval(
     A rejection (or a timeout, which always rejects) raises :class:`ApprovalRejected`
     (``approval_rejected``, never retried), unless the host registered a rejection route for
     this node, in which case the run continues at that node.
+
+    Outside :class:`WopHost` (plain LangGraph, LangGraph Studio, ``langgraph dev``) the gate is
+    decided by the one value given with ``Command(resume=...)``, e.g. ``{"action": "accept"}``,
+    checked exactly as the host checks it. What needs the host is refused at the call with
+    :class:`CapabilityRequired`, never silently weakened: a quorum (``required_approvals`` > 1)
+    and approver eligibility (``approvers``, ``group_refs``, ``role_refs``) need authenticated
+    principals. A ``timeout`` is carried in the payload (``timeoutMs``) but nothing enforces
+    it; a reject raises :class:`ApprovalRejected` (there are no rejection routes), and a
+    LangGraph ``RetryPolicy`` that retries ``WopError`` re-runs the node into the same reject.
+
+    Raises:
+        ApprovalRejected: the gate was rejected (or timed out) and no route continues past it.
+        ValidationError: the payload is malformed, or (outside the host) the resume value is.
+        CapabilityRequired: outside the host, a quorum or approver eligibility was asked for.
     """
     call = current_call()
+    if not call.hosted:
+        _refuse_host_only(required_approvals, approvers, group_refs, role_refs)
     data: dict[str, Any] = {
         "artifactId": artifact_id,
         "artifactType": artifact_type,
@@ -89,13 +106,19 @@ def request_approval(
         "audience": audience,
     }
     data.update({k: v for k, v in optional.items() if v is not None})
-    delivery = suspend("approval", data, timeout=timeout, call=call)
+    return _decision(call, title, suspend("approval", data, timeout=timeout, call=call))
+
+
+def _decision(call: NodeCall, title: str, delivery: Delivery) -> ApprovalDecision:
+    """The gate's outcome from its delivery (the host's, or one built outside the host)."""
     resolution = delivery.resolution
     if resolution.get("decision") == "rejected":
-        route = call.context.rejection_routes.get(call.node_id)
+        route = call.rejection_route()
         if route is not None:
             # Continue at the route, as an any_failed edge would; a ParentCommand aimed at this
             # task's own graph is applied as the node's result and is never retried.
+            if call.context is not None:  # the host logs the routed gate as a failed source
+                call.context.routed_rejections.add(call.task_id)
             raise ParentCommand(Command(graph=call.task_ns, goto=route))
         reason = resolution.get("reason") or resolution.get("action")
         raise ApprovalRejected(
@@ -111,3 +134,28 @@ def request_approval(
         edited_artifact_data=resolution.get("editedArtifactData"),
         resume_value=delivery.resume_value,
     )
+
+
+def _refuse_host_only(
+    required_approvals: int | None,
+    approvers: Sequence[str] | None,
+    group_refs: Sequence[str] | None,
+    role_refs: Sequence[str] | None,
+) -> None:
+    """Refuse, outside the host, what only the host can enforce (there is no principal here)."""
+    if required_approvals is not None and required_approvals > 1:
+        raise CapabilityRequired(
+            f"required_approvals={required_approvals} needs WopHost: a quorum counts votes of "
+            "authenticated principals, and plain LangGraph resumes with one anonymous value; "
+            "register the graph with WopHost, or ask for one approval while developing",
+            details={"capability": "approvalQuorum", "requires": "WopHost"},
+        )
+    named = {"approvers": approvers, "group_refs": group_refs, "role_refs": role_refs}
+    restricted = sorted(name for name, refs in named.items() if refs)
+    if restricted:
+        raise CapabilityRequired(
+            f"{', '.join(restricted)} need WopHost: who may decide is checked against the "
+            "authenticated principal, and plain LangGraph has none; register the graph with "
+            "WopHost, or leave the approvers out while developing",
+            details={"capability": "approverEligibility", "requires": "WopHost"},
+        )

@@ -20,11 +20,12 @@ __all__ = ["close_conversation", "exchange", "start_conversation"]
 def start_conversation(*, title: str | None = None, initial_prompt: str | None = None, key: str = "") -> str:
     """Open a conversation and return its tenant-unique ``conversationId``.
 
-    Appends ``conversation.opened`` once (a replay returns the same id and appends nothing).
-    ``key`` tells apart several conversations opened by one execution of a node.
+    Appends ``conversation.opened`` once (a replay returns the same id and appends nothing);
+    outside the host it is written to LangGraph's ``custom`` stream instead (there is no event
+    log). ``key`` tells apart several conversations opened by one execution of a node.
     """
     call = _enabled()
-    conversation_id = f"conv-{stable_id(call.context.run_id, call.task_ns, key)}"
+    conversation_id = f"conv-{stable_id(call.run_id, call.task_ns, key)}"
     opened: dict[str, Any] = {"conversationId": conversation_id}
     call.emit("conversation.opened", opened, discriminator=conversation_id)
     del title, initial_prompt  # shown by the first exchange's prompt; the opened event is closed
@@ -55,7 +56,8 @@ def exchange(
 def close_conversation(
     conversation_id: str, *, reason: str | None = None, turn_count: int | None = None
 ) -> None:
-    """Close the conversation: appends ``conversation.closed`` once."""
+    """Close the conversation: appends ``conversation.closed`` once (outside the host: written to
+    LangGraph's ``custom`` stream)."""
     call = _enabled()
     closed: dict[str, Any] = {"conversationId": conversation_id}
     if reason is not None:
@@ -66,8 +68,12 @@ def close_conversation(
 
 
 def _enabled() -> NodeCall:
+    """The call, unless the host runs the graph without conversations enabled.
+
+    Outside the host there is no capability switch: conversations are always available.
+    """
     call = current_call()
-    if not call.context.conversations:
+    if call.context is not None and not call.context.conversations:
         raise CapabilityRequired(
             "conversations are not enabled on this host (WopHost(conversations=True))",
             details={"capability": "conversationPrimitive"},

@@ -25,16 +25,18 @@ def escalate_on_low_confidence(
 ) -> Any:
     """Record the agent's decision; below the threshold, suspend for a person to ratify or replace it.
 
-    Always appends ``agent.decided {agentId, decision, confidence}``. A confidence strictly below
-    the threshold (the argument, else the run's ``configurable.run.escalationThreshold``, else
-    0.7) suspends with a ``low-confidence`` interrupt; at or above it, or when the confidence is
-    absent or not finite, the decision is returned at once.
+    Always appends ``agent.decided {agentId, decision, confidence}`` (outside the host: writes
+    it to LangGraph's ``custom`` stream). A confidence strictly below the threshold (the
+    argument, else the run's ``configurable.run.escalationThreshold`` -- outside the host,
+    LangGraph's ``config["configurable"]["run"]["escalationThreshold"]`` -- else 0.7) suspends
+    with a ``low-confidence`` interrupt; at or above it, or when the confidence is absent or
+    not finite, the decision is returned at once.
 
     Returns:
         The agent's decision, or the person's replacement.
     """
     call = current_call()
-    limit = call.context.escalation_threshold if threshold is None else threshold
+    limit = call.escalation_threshold() if threshold is None else threshold
     if not 0.0 <= limit <= 1.0:
         raise ValueError("a confidence threshold is a number from 0 to 1")
     decided: dict[str, Any] = {"agentId": agent_id, "decision": decision}

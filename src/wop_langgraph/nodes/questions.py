@@ -1,4 +1,8 @@
-"""Node calls that wait for input: clarifications, external events, credentials, custom kinds."""
+"""Node calls that wait for input: clarifications, external events, credentials, custom kinds.
+
+A ``timeout`` is enforced by the host (the node then fails with ``interrupt_expired``); outside
+the host it is carried in the payload as ``timeoutMs`` and nothing enforces it.
+"""
 
 from __future__ import annotations
 
@@ -69,16 +73,17 @@ def request_credential(
     reason: str,
     connect_url: str,
     *,
-    credential_ref: str | None = None,
+    credential_ref: Mapping[str, Any] | None = None,
     timeout: timedelta | float | None = None,
 ) -> str:
     """Ask a person to connect a credential; returns ``authorized`` or ``declined``.
 
-    The interrupt carries no credential material: only where to connect and why. Off unless
-    the host enables credentials.
+    The interrupt carries no credential material: only where to connect and why
+    (``credential_ref`` is a credential-reference object, e.g. ``{"id": "gh-1"}``). Off unless
+    the host enables credentials; outside the host (plain LangGraph) always available.
     """
     call = current_call()
-    if not call.context.credentials:
+    if call.context is not None and not call.context.credentials:
         raise CapabilityRequired(
             "credential interrupts are not enabled on this host (WopHost(credentials=True))",
             details={"capability": "oauth.credentialInterrupt"},
@@ -90,7 +95,7 @@ def request_credential(
         "connectUrl": connect_url,
     }
     if credential_ref is not None:
-        data["credentialRef"] = credential_ref
+        data["credentialRef"] = dict(credential_ref)
     delivery = suspend("credential", data, resume_schema=CREDENTIAL_RESUME_SCHEMA, timeout=timeout, call=call)
     outcome: str = _answered(delivery).resume_value["outcome"]
     return outcome

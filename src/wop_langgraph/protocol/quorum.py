@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Tally", "Vote", "tally"]
+from wop_langgraph.protocol.approval import ApprovalResume, EditAcceptResume, RefineResume
+
+__all__ = ["Tally", "Vote", "approval_resolution", "tally"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +73,23 @@ def tally(
     if accepts >= required_approvals:
         return Tally(decided=True, action="accept", decision="granted")
     return Tally(decided=False)
+
+
+def approval_resolution(outcome: Tally, deciding: ApprovalResume) -> dict[str, Any]:
+    """What ``interrupt.resolved`` records for a decided gate, and what the node is handed.
+
+    Args:
+        outcome: a decided :class:`Tally`.
+        deciding: the resume value of the vote that decided the gate (its ``refineFeedback``
+            or ``editedArtifactData`` travels with the decision).
+    """
+    resolution: dict[str, Any] = {"action": outcome.action}
+    if outcome.decision is not None:
+        resolution["decision"] = outcome.decision
+    if outcome.reason is not None:
+        resolution["reason"] = outcome.reason
+    if isinstance(deciding, RefineResume):
+        resolution["refineFeedback"] = deciding.refine_feedback.to_wire()
+    if isinstance(deciding, EditAcceptResume):
+        resolution["editedArtifactData"] = deciding.edited_artifact_data
+    return resolution

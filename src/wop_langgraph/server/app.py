@@ -44,6 +44,7 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     delivery = CallbackDelivery(host, keys, policy, timedelta(seconds=settings.token_ttl_seconds))
     state = ServerState(host=host, settings=settings, signing_keys=keys, api_keys=api_keys, delivery=delivery)
     CallbackDelivery.create_table(host.engine)
+    host.executor.after_drive.append(delivery.notify)
 
     app = FastAPI(
         title="wop-langgraph",

@@ -10,12 +10,11 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from langgraph.pregel import Pregel
+from wop_langgraph.targets import load_workflows
 
 __all__ = ["build_parser", "load_workflows", "serve_main"]
 
@@ -31,40 +30,19 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--log-level", default="info", help="uvicorn log level (default info)")
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker threads driving runs in this process (default 4, $WOP_WORKERS); 0 serves the API "
+        "only, for use with separate `wop-langgraph worker` processes",
+    )
+    parser.add_argument(
         "--conversations", action="store_true", help="enable conversation.* node calls (off by default)"
     )
     parser.add_argument(
         "--credentials", action="store_true", help="enable request_credential (off by default)"
     )
     return parser
-
-
-def load_workflows(target: str) -> dict[str, Pregel[Any, Any, Any, Any]]:
-    """Import ``MODULE:ATTR`` and return ``{workflowId: graph}``.
-
-    ``ATTR`` is a compiled graph (registered under the name ``ATTR``), a ``{workflowId: graph}``
-    dict, or a function without arguments returning either.
-
-    Raises:
-        SystemExit: a malformed target, a missing module or attribute, or something not a graph.
-    """
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise SystemExit(f"serve: expected MODULE:ATTR, got {target!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise SystemExit(f"serve: cannot import {module_name!r}: {exc}") from None
-    value = getattr(module, attr, None)
-    if value is None:
-        raise SystemExit(f"serve: {module_name!r} has no attribute {attr!r}")
-    if callable(value) and not isinstance(value, Pregel):
-        value = value()  # a factory: build the graphs now, not when the module is imported
-    if isinstance(value, Pregel):
-        return {attr: value}
-    if isinstance(value, Mapping) and value and all(isinstance(g, Pregel) for g in value.values()):
-        return {str(k): g for k, g in value.items()}
-    raise SystemExit(f"serve: {target!r} is neither a compiled graph nor a {{workflowId: graph}} dict")
 
 
 def serve_main(argv: Sequence[str] | None = None) -> int:
@@ -75,7 +53,9 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     from wop_langgraph.host import WopHost
     from wop_langgraph.server import ConfigurationError, Settings, create_app
 
-    overrides = {"database_url": args.database_url} if args.database_url else {}
+    overrides: dict[str, Any] = {"database_url": args.database_url} if args.database_url else {}
+    if args.workers is not None:
+        overrides["workers"] = args.workers
     settings = Settings(**overrides)
     workflows = load_workflows(args.target)
     try:
@@ -85,7 +65,10 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         print(f"wop-langgraph serve: {exc}", file=sys.stderr)
         return 2
     host = WopHost.from_url(
-        settings.database_url, conversations=args.conversations, credentials=args.credentials
+        settings.database_url,
+        conversations=args.conversations,
+        credentials=args.credentials,
+        lease_seconds=settings.lease_seconds,
     )
     for workflow_id, graph in workflows.items():
         host.register(workflow_id, graph)

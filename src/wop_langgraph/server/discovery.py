@@ -38,7 +38,7 @@ def discovery_document(state: ServerState) -> dict[str, Any]:
             "until": INTERRUPT_UNTIL,
             "witness": "witnessable-gated",
             "tokenAlgs": ["hs256"],
-            "refKinds": sorted(state.host.options.ref_kinds),
+            "refKinds": sorted(state.host.ref_kinds),
             "callbackDelivery": True,
         },
     }

@@ -1,43 +1,89 @@
-"""The reviewer page: a plain server-rendered HTML view of one interrupt, with a form (no JavaScript).
+"""The reviewer page: a plain server-rendered HTML view of one interrupt, with forms (no JavaScript).
 
-``GET /interrupts/{token}`` with ``Accept: text/html`` shows the interrupt (title, artifact,
-questions, allowed actions); the form POSTs ``application/x-www-form-urlencoded`` to
-``/interrupts/{token}/form``, which resolves through the same path as the JSON surface and shows
-the outcome. A bad, expired or used link shows a plain message. HTML responses never carry
-``OpenWOP-Version`` (they are not protocol responses).
+``GET /interrupts/{token}`` with ``Accept: text/html`` shows who asked (workflow, step, run), when
+the link expires, what is asked and one form per possible answer. The forms POST
+``application/x-www-form-urlencoded`` to ``/interrupts/{token}/form``, which resolves through the
+same path as the JSON surface. A refused answer re-shows the page filled in with what the
+reviewer typed, the reason beside the field; an accepted one shows the decision recorded. A bad,
+expired or used link says what happened and what to do, in a reviewer's words. HTML responses
+never carry ``OpenWOP-Version`` (they are not protocol responses).
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
+from datetime import datetime
 from html import escape
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
+from wop_langgraph._clock import as_utc
 from wop_langgraph.protocol.errors import ValidationError, WopError
+from wop_langgraph.server import review_forms
+from wop_langgraph.server.review_fields import Form, FormRefused, reviewer_message
 from wop_langgraph.server.state import ServerState, server_state
-from wop_langgraph.server.token_actions import inspect_token, resolve_with_token
+from wop_langgraph.server.token_actions import TokenReview, resolve_with_token, review_token
 
 __all__ = ["review_page", "router", "wants_html"]
 
 router = APIRouter()
-_MAX_FORM_BYTES = 64 * 1024
-_STYLE = (
-    "body{font-family:system-ui,sans-serif;max-width:44rem;margin:2rem auto;padding:0 1rem;line-height:1.5}"
-    "pre{background:#f4f4f4;padding:.75rem;overflow:auto}label{display:block;margin-top:.75rem}"
-    "textarea,input[type=text]{width:100%}button{margin:.75rem .5rem 0 0;padding:.4rem 1rem}"
+_MAX_FORM_BYTES: Final = 64 * 1024
+_STYLE: Final = (
+    "body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;line-height:1.5;"
+    "color:#1d1d1f}h1{font-size:1.6rem;margin-bottom:.5rem}h2{font-size:1.15rem;margin:1.5rem 0 .5rem}"
+    "h2 small{font-weight:normal;color:#666;font-size:.85rem}"
+    ".meta{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem;margin:0 0 1rem;color:#444;"
+    "font-size:.92rem}.meta dt{font-weight:600}.meta dd{margin:0;overflow-wrap:anywhere}"
+    "pre,.text{background:#f5f5f7;border:1px solid #e2e2e6;border-radius:6px;padding:.75rem;overflow:auto}"
+    ".text{white-space:pre-wrap;overflow-wrap:anywhere}"
+    "form{border:1px solid #d8d8de;border-radius:8px;padding:.25rem 1rem 1rem;margin:1rem 0}"
+    ".field{margin:.75rem 0;border:0;padding:0}.field>label,.label{display:block}"
+    "legend,.label{font-weight:600;padding:0}.hint{color:#666;font-size:.9rem;font-weight:normal}"
+    ".check{display:block;margin:.2rem 0}.check.inline{display:inline;margin-left:.75rem}"
+    "input[type=number]{max-width:14rem}textarea,input[type=text],input[type=number],select{width:100%;box-sizing:border-box;font:inherit;"
+    "padding:.35rem;margin-top:.25rem}textarea.code,pre{font-family:ui-monospace,monospace;font-size:.9rem}"
+    "button{margin-top:.5rem;padding:.45rem 1.1rem;font:inherit;cursor:pointer}"
+    "button.danger{color:#a40000}.explain{margin:.75rem 0 .25rem}"
+    ".error{color:#a40000;font-weight:600;margin:.25rem 0}[aria-invalid=true]{border:2px solid #a40000}"
+    ".answers dt{font-weight:600;margin-top:.5rem}.answers dd{margin:0 0 0 1rem;white-space:pre-wrap}"
+    ".outcome{font-size:1.15rem}.note{background:#fff8e1;border:1px solid #f0d98c;border-radius:6px;"
+    "padding:.5rem .75rem}.send-as{margin-top:.25rem;font-size:.92rem}"
 )
-_FAILURE_TITLES = {
-    "interrupt_expired": "This link has expired",
-    "interrupt_already_resolved": "This request was already answered",
-    "interrupt_token_invalid": "This link is not valid",
-    "forbidden": "This link only allows viewing",
-    "not_found": "This request no longer exists",
-    "validation_error": "The answer was not accepted",
+_FAILURES: Final[Mapping[str, tuple[str, str]]] = {
+    "interrupt_token_invalid": (
+        "This link is not valid",
+        "The link may be incomplete or changed, for example cut off when it was copied. "
+        "Ask the person who sent it for a new one.",
+    ),
+    "interrupt_expired": (
+        "This link has expired",
+        "Review links work for a limited time. Ask the person who sent it for a new one.",
+    ),
+    "not_found": (
+        "This request is not known here",
+        "The link may belong to another server, or the request was removed. "
+        "Ask the person who sent it for a new one.",
+    ),
+    "forbidden": (
+        "You cannot answer this request",
+        "Only the reviewers named on this request may answer it. Ask the person who sent you this link.",
+    ),
+}
+_UNKNOWN_FAILURE: Final = (
+    "Something went wrong",
+    "Your answer was not recorded. Please try again in a minute; if it keeps failing, "
+    "tell the person who sent you this link.",
+)
+_DECISIONS: Final[Mapping[str, tuple[str, str]]] = {
+    "accept": ("Accepted", "The run continues."),
+    "edit-accept": ("Accepted with your edits", "The run continues with your edited version."),
+    "refine": ("Sent back for changes", "The run continues with your feedback."),
+    "reject": ("Rejected", "This step has failed; the run stops unless it has a path for rejections."),
+    "timeout": ("Timed out (rejected)", "Nobody answered before the deadline."),
 }
 
 
@@ -48,131 +94,199 @@ def wants_html(request: Request) -> bool:
 
 
 def review_page(state: ServerState, token: str) -> HTMLResponse:
-    """The page for ``token``: the interrupt and its form, or why it cannot be answered."""
+    """The page for ``token``: the interrupt and its forms, or why it cannot be answered."""
     try:
-        payload = inspect_token(state, token)
+        review = review_token(state, token)
     except WopError as exc:
         return _failure(exc)
-    return _page("Review request", _describe(payload) + _form(token, payload))
+    if not review.is_open:
+        return _closed(review)
+    return _review(state, token, review)
 
 
 @router.post("/interrupts/{token}/form")
 async def submit_form(
     token: str, request: Request, state: Annotated[ServerState, Depends(server_state)]
 ) -> HTMLResponse:
-    """Resolve from the reviewer form and show the outcome."""
+    """Resolve from a reviewer form: the decision recorded, or the form again with the reason."""
     raw = await request.body()
     if len(raw) > _MAX_FORM_BYTES:
-        return _page("The answer is too large", "<p>Please shorten it and try again.</p>", status=413)
-    fields = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace")).items()}
+        return _page(
+            "Your answer is too long", "<p>Please shorten it, go back and send it again.</p>", status=413
+        )
+    form = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    return await run_in_threadpool(_submit, state, token, form)
+
+
+def _submit(state: ServerState, token: str, form: Form) -> HTMLResponse:
     try:
-        payload = await run_in_threadpool(inspect_token, state, token)
-        value = _resume_value(payload, fields)
-        _, result = await run_in_threadpool(resolve_with_token, state, token, value)
+        review = review_token(state, token)
     except WopError as exc:
         return _failure(exc)
+    if not review.is_open:
+        return _closed(review)
+    if review.claims.intent != "resolve":
+        return _review(state, token, review, status=403)
+    payload = review.record.payload
+    try:
+        value = review_forms.resume_value(payload, form)
+    except FormRefused as refused:
+        return _review(state, token, review, form=form, errors=refused.errors, status=400)
+    try:
+        resolve_with_token(state, token, value)
+    except ValidationError as exc:
+        path = str((exc.details or {}).get("path", ""))
+        field = review_forms.field_for_path(payload, path)
+        errors = {field: reviewer_message(exc)}
+        return _review(state, token, review, form=form, errors=errors, status=400)
+    except WopError as exc:
+        if exc.code != "interrupt_already_resolved":
+            return _failure(exc)
+        try:  # answered meanwhile (another reviewer, a timeout, a cancel): say what happened
+            return _closed(review_token(state, token))
+        except WopError as again:
+            return _failure(again)
+    return _outcome(state, token, payload, value)
+
+
+def _review(
+    state: ServerState,
+    token: str,
+    review: TokenReview,
+    *,
+    form: Form | None = None,
+    errors: Mapping[str, str] | None = None,
+    status: int = 200,
+) -> HTMLResponse:
+    payload = review.record.payload
+    parts = [_who_asked(state, review), review_forms.describe(payload)]
+    if errors:
+        parts.append(
+            '<p class="note" role="alert">Your answer was not sent: please check the message '
+            "beside the field and send it again.</p>"
+        )
+    if review.claims.intent == "resolve":
+        post_to = f"/interrupts/{token}/form"
+        parts.append(review_forms.forms(post_to, payload, form, errors))
+    else:
+        parts.append(
+            '<p class="note">This link lets you view the request, not answer it. To answer, ask the '
+            "person who sent it for a link that allows answering.</p>"
+        )
+    return _page(review_forms.title_of(payload), "".join(parts), status=status)
+
+
+def _who_asked(state: ServerState, review: TokenReview) -> str:
+    now = state.host.clock()
+    rows = [
+        ("Workflow", review.workflow_id),
+        ("Step", review.record.node_id),
+        ("Run", review.record.run_id),
+        ("Asked", _when(review.record.created_at)),
+        ("This link expires", f"{_when(review.claims.expires_at)} ({_until(review.claims.expires_at, now)})"),
+    ]
+    data = review.record.payload.get("data") or {}
+    votes = len(review.record.votes or [])
+    if review.record.kind == "approval" and int(data.get("requiredApprovals") or 1) > 1:
+        rows.append(("Votes so far", f"{votes} of {int(data['requiredApprovals'])} needed"))
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
+    return f'<dl class="meta">{items}</dl>'
+
+
+def _outcome(state: ServerState, token: str, payload: Mapping[str, Any], value: Any) -> HTMLResponse:
+    """The decision recorded (known at commit, whatever the run does next)."""
+    try:
+        record = review_token(state, token).record
+    except WopError:
+        record = None
+    if payload.get("kind") != "approval":
+        return _page(
+            "Thank you: your answer was recorded",
+            f"{review_forms.show_answer(payload, value)}<p>The run continues with it.</p>",
+        )
+    action = str(value.get("action"))
+    back = f'<p><a href="/interrupts/{escape(token, quote=True)}">Back to the request</a></p>'
+    if record is not None and record.is_pending:
+        if action == "ask":
+            return _page(
+                "Your question was received",
+                "<p>Nothing was decided: the request is still open, and this link still works "
+                f"for a decision.</p>{back}",
+            )
+        needed = int((payload.get("data") or {}).get("requiredApprovals") or 1)
+        votes = len(record.votes or [])
+        vote = _DECISIONS.get(action, (action, ""))[0]
+        return _page(
+            "Thank you: your vote was counted",
+            f'<p class="outcome">Your vote: <strong>{escape(vote)}</strong></p>'
+            f"<p>Votes so far: {votes}. This request needs {needed} reviewers to accept it; it stays "
+            "open until enough reviewers have answered.</p>",
+        )
+    decided = str(((record.resolution or {}) if record is not None else {}).get("action") or action)
+    label, next_step = _DECISIONS.get(decided, (decided, ""))
     return _page(
-        "Thank you — your answer was recorded",
-        f"<p>The run is now <strong>{escape(str(result['status']))}</strong>.</p>",
+        "Thank you: your decision was recorded",
+        f'<p class="outcome">Decision recorded: <strong>{escape(label)}</strong></p>'
+        f"<p>{escape(next_step)}</p>",
     )
 
 
-def _describe(payload: dict[str, Any]) -> str:
-    kind = str(payload.get("kind", ""))
-    data = payload.get("data") or {}
-    parts = [f"<p>Kind: <code>{escape(kind)}</code></p>"]
-    if kind == "approval":
-        parts.append(f"<h2>{escape(str(data.get('title', '')))}</h2>")
-        if data.get("description"):
-            parts.append(f"<p>{escape(str(data['description']))}</p>")
-        parts.append(
-            f"<p>Artifact <code>{escape(str(data.get('artifactId', '')))}</code> "
-            f"({escape(str(data.get('artifactType', '')))})</p>"
+def _closed(review: TokenReview) -> HTMLResponse:
+    """Why a link can no longer be answered, and what was decided if anything was."""
+    record = review.record
+    is_approval = record.kind == "approval"
+    nothing = "<p>There is nothing left to do with this link.</p>"
+    if record.status == "resolved":
+        when = f" on {_when(record.resolved_at)}" if record.resolved_at is not None else ""
+        action = str((record.resolution or {}).get("action") or "")
+        if is_approval and action in _DECISIONS:
+            said = f"Decision recorded{when}: <strong>{escape(_DECISIONS[action][0])}</strong>."
+        else:
+            said = f"An answer was recorded{when}."
+        return _page(
+            "This request was already answered", f'<p class="outcome">{said}</p>{nothing}', status=409
         )
-        if "artifactData" in data:
-            parts.append(f"<pre>{_pretty(data['artifactData'])}</pre>")
-        actions = ", ".join(escape(str(a)) for a in data.get("actions", []))
-        parts.append(f"<p>Allowed actions: {actions}</p>")
-    elif kind == "clarification":
-        parts.append("<h2>Questions</h2><ol>")
-        parts.extend(f"<li>{escape(str(q.get('question', '')))}</li>" for q in data.get("questions", []))
-        parts.append("</ol>")
-    else:
-        parts.append(f"<pre>{_pretty(data)}</pre>")
-    return "".join(parts)
-
-
-def _form(token: str, payload: dict[str, Any]) -> str:
-    kind = payload.get("kind")
-    data = payload.get("data") or {}
-    action = f"/interrupts/{escape(token, quote=True)}/form"
-    body: list[str] = []
-    if kind == "approval":
-        body.append('<label>Feedback (optional)<textarea name="feedback" rows="3"></textarea></label>')
-        for name in data.get("actions", []):
-            if name in ("accept", "reject", "refine", "ask"):
-                label = escape(str(name)).capitalize()
-                body.append(
-                    f'<button type="submit" name="action" value="{escape(str(name))}">{label}</button>'
-                )
-    elif kind == "clarification":
-        for question in data.get("questions", []):
-            qid = escape(str(question.get("id", "")), quote=True)
-            text = escape(str(question.get("question", "")))
-            body.append(f'<label>{text}<input type="text" name="answer.{qid}" required></label>')
-        body.append('<button type="submit">Send answers</button>')
-    else:
-        body.append('<label>Answer (JSON)<textarea name="resumeValue" rows="6" required></textarea></label>')
-        body.append('<button type="submit">Send</button>')
-    return f'<form method="post" action="{action}">{"".join(body)}</form>'
-
-
-def _resume_value(payload: dict[str, Any], fields: dict[str, str]) -> Any:
-    """Build the resume value from the form fields (validated by the host like any other)."""
-    kind = payload.get("kind")
-    if kind == "approval":
-        action = fields.get("action", "")
-        feedback = fields.get("feedback", "").strip()
-        if action == "refine":
-            if not feedback:
-                raise ValidationError("refine needs feedback saying what to change")
-            return {"action": "refine", "refineFeedback": {"scope": "whole", "text": feedback}}
-        value: dict[str, Any] = {"action": action}
-        if feedback:
-            value["feedback"] = feedback
-        return value
-    if kind == "clarification":
-        answers: dict[str, Any] = {}
-        for question in (payload.get("data") or {}).get("questions", []):
-            text = fields.get(f"answer.{question.get('id')}", "")
-            answers[str(question.get("id"))] = _typed(text, question.get("schema"))
-        return {"answers": answers}
-    try:
-        return json.loads(fields.get("resumeValue", ""))
-    except ValueError:
-        raise ValidationError("the answer must be valid JSON") from None
-
-
-def _typed(text: str, schema: Any) -> Any:
-    """Read a form text as the JSON type its question's schema expects, when that is simple."""
-    wanted = schema.get("type") if isinstance(schema, dict) else None
-    try:
-        if wanted == "integer":
-            return int(text)
-        if wanted == "number":
-            return float(text)
-        if wanted == "boolean":
-            return text.strip().lower() in ("true", "yes", "1", "on")
-    except ValueError:
-        return text
-    return text
+    if record.status == "expired":
+        closed = "closed as rejected" if is_approval else "closed"
+        return _page(
+            "This request timed out",
+            f"<p>Nobody answered before its deadline, so it was {closed}.</p>{nothing}",
+            status=409,
+        )
+    if review.run_status == "cancelled" or record.status == "cancelled":
+        return _page(
+            "This request was withdrawn",
+            f"<p>The run it belongs to was cancelled, so it needs no answer.</p>{nothing}",
+            status=409,
+        )
+    return _page(
+        "This request is closed",
+        f"<p>The run it belongs to has finished ({escape(review.run_status)}), so it needs no answer.</p>"
+        + nothing,
+        status=409,
+    )
 
 
 def _failure(exc: WopError) -> HTMLResponse:
-    title = _FAILURE_TITLES.get(exc.code, "This request could not be completed")
+    title, advice = _FAILURES.get(exc.code, _UNKNOWN_FAILURE)
     status = exc.status if exc.status < 500 else 500
-    message = exc.message if exc.status < 500 else "Something went wrong on our side; please try again later."
-    return _page(title, f"<p>{escape(message)}</p>", status=status)
+    return _page(title, f"<p>{escape(advice)}</p>", status=status)
+
+
+def _when(moment: datetime) -> str:
+    """A readable UTC time, e.g. ``Wed 2 Dec 2026, 17:50 UTC``."""
+    m = as_utc(moment)
+    return f"{m:%a} {m.day} {m:%b %Y}, {m:%H:%M} UTC"
+
+
+def _until(moment: datetime, now: datetime) -> str:
+    seconds = int((as_utc(moment) - as_utc(now)).total_seconds())
+    if seconds < 60:
+        return "in less than a minute"
+    if seconds < 2 * 3600:
+        minutes = seconds // 60
+        return f"in {minutes} minute{'s' if minutes != 1 else ''}"
+    return f"in {seconds // 3600} hours"
 
 
 def _page(title: str, content: str, *, status: int = 200) -> HTMLResponse:
@@ -188,8 +302,3 @@ def _page(title: str, content: str, *, status: int = 200) -> HTMLResponse:
         "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
     }
     return HTMLResponse(document, status_code=status, headers=headers)
-
-
-def _pretty(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
-    return escape(text)

@@ -16,8 +16,8 @@ from typing import Any, NoReturn
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from wop_langgraph.host.validation import require_storable
 from wop_langgraph.protocol.errors import PayloadTooLarge, ValidationError, WopError
+from wop_langgraph.protocol.storable import require_storable
 from wop_langgraph.server.errors import error_response
 
 __all__ = ["RequestLimits", "RequestLimitsMiddleware", "parse_json_body"]

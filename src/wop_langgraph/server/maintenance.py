@@ -6,6 +6,7 @@ claimed by exactly one) and asks the callback worker to look for undelivered sus
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -44,7 +45,7 @@ class Sweeper:
 
     def run_once(self) -> int:
         """One sweep and one callback scan; returns how many interrupts timed out."""
-        swept = self._state.host.sweep()
+        swept = self._state.host.sweep(wait=False)
         self._state.delivery.scan()
         return swept
 
@@ -58,11 +59,14 @@ class Sweeper:
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Recover, start the callback worker and the sweep; stop both on shutdown."""
+    """Recover, start the workers, the callback worker and the sweep; stop them on shutdown."""
     state: ServerState = app.state.wop
-    recovered = await run_in_threadpool(state.host.recover)
+    recovered = await run_in_threadpool(functools.partial(state.host.recover, wait=False))
     if recovered:
-        _log.info("recovered %d run(s) with undelivered resolutions", recovered)
+        _log.info("queued %d unfinished run(s) found at start-up", recovered)
+    if state.settings.workers > 0:
+        # The workers' own sweep is off: the sweeper below runs it with the callback scan.
+        state.host.start_workers(state.settings.workers, sweep_seconds=0)
     state.delivery.start()
     sweeper = Sweeper(state, state.settings.sweep_interval_seconds)
     sweeper.start()
@@ -72,3 +76,4 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         sweeper.stop()
         state.delivery.stop()
+        await run_in_threadpool(state.host.stop_workers)

@@ -16,8 +16,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from wop_langgraph.host.validation import INT64_MAX, INT64_MIN
 from wop_langgraph.protocol.official import configurable_schema
+from wop_langgraph.protocol.storable import INT64_MAX, INT64_MIN
 from wop_langgraph.server.idempotency import KEY_PATTERN
 from wop_langgraph.server.limits import RequestLimits
 
@@ -114,7 +114,7 @@ def install_openapi(app: FastAPI, limits: RequestLimits, workflow_ids: Callable[
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = get_openapi(title=app.title, version=app.version, routes=app.routes)
-            app.openapi_schema = complete(document, limits, workflow_ids())
+            app.openapi_schema = complete(document, limits, sorted(workflow_ids()))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -21,8 +21,8 @@ from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.driver import TERMINAL_STATUSES
-from wop_langgraph.host.validation import INT64_MAX
 from wop_langgraph.protocol.errors import ValidationError
+from wop_langgraph.protocol.storable import INT64_MAX
 from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.paths import run_id_from_path
 from wop_langgraph.server.state import ServerState, server_state

@@ -58,6 +58,7 @@ def create_run(
             callback_url=body.callbackUrl,
             tags=body.tags,
             metadata=body.metadata,
+            wait=False,
         )
         run_id = snapshot["runId"]
         if body.callbackUrl is not None:
@@ -106,7 +107,7 @@ def cancel_run(
     reason = body.reason if body is not None else None
 
     def action() -> tuple[int, dict[str, Any]]:
-        return 200, state.host.cancel(run_id, reason=reason, principal=principal)
+        return 200, state.host.cancel(run_id, reason=reason, principal=principal, wait=False)
 
     return run_idempotent(
         state.host,
@@ -132,7 +133,7 @@ def resolve_by_run(
     node_id = node_id_from_path(nodeId)
 
     def action() -> tuple[int, dict[str, Any]]:
-        result = state.host.resolve(run_id, node_id, body.resumeValue, principal)
+        result = state.host.resolve(run_id, node_id, body.resumeValue, principal, wait=False)
         state.delivery.notify(run_id)
         return 200, result
 

@@ -14,8 +14,8 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from wop_langgraph.host import Principal
-from wop_langgraph.host.validation import STORABLE_MAX_DEPTH
 from wop_langgraph.protocol.egress import AllowList
+from wop_langgraph.protocol.storable import STORABLE_MAX_DEPTH
 from wop_langgraph.server.limits import RequestLimits
 from wop_langgraph.tokens import SigningKeys
 
@@ -41,6 +41,9 @@ class Settings(BaseSettings):
             request's own origin.
         token_ttl_seconds: default lifetime of a minted token (capped by the interrupt's deadline).
         sweep_interval_seconds: how often the timeout sweep runs (0 disables it).
+        workers: in-process worker threads that drive runs (0: this process only serves the
+            API; run ``wop-langgraph worker`` processes against the same database).
+        lease_seconds: how long a worker's lease on a run lasts without renewal.
         callback_attempts / callback_backoff_seconds / callback_timeout_seconds: callback delivery.
         max_body_bytes: the largest request body accepted (``413 payload_too_large`` above).
         max_json_depth: the deepest nesting of a JSON request body (``400`` above).
@@ -57,6 +60,8 @@ class Settings(BaseSettings):
     public_url: str | None = None
     token_ttl_seconds: int = Field(default=1800, ge=1)
     sweep_interval_seconds: float = Field(default=5.0, ge=0)
+    workers: int = Field(default=4, ge=0)
+    lease_seconds: float = Field(default=15.0, gt=0)
     callback_attempts: int = Field(default=5, ge=1)
     callback_backoff_seconds: float = Field(default=0.5, ge=0)
     callback_timeout_seconds: float = Field(default=10.0, gt=0)

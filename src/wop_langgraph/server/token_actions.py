@@ -9,15 +9,26 @@ link is its own voter toward a quorum, and the same link used twice is one voter
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from wop_langgraph.host import Principal
+from wop_langgraph.host.driver import TERMINAL_STATUSES
 from wop_langgraph.host.keys import tenant_of
+from wop_langgraph.protocol.errors import NotFound
 from wop_langgraph.server.interrupt_lookup import pending_for_token
 from wop_langgraph.server.state import ServerState
+from wop_langgraph.store.interrupts import InterruptRecord, get_interrupt_by_key
 from wop_langgraph.tokens import TokenClaims, require_intent, verify
 
-__all__ = ["TOKEN_ISSUER", "inspect_token", "resolve_with_token", "token_principal"]
+__all__ = [
+    "TOKEN_ISSUER",
+    "TokenReview",
+    "inspect_token",
+    "resolve_with_token",
+    "review_token",
+    "token_principal",
+]
 
 TOKEN_ISSUER = "urn:wop-langgraph:interrupt-token"
 
@@ -35,6 +46,38 @@ def token_principal(claims: TokenClaims, token: str) -> Principal:
     )
 
 
+@dataclass(frozen=True)
+class TokenReview:
+    """What a reviewer's link names: its verified claims, the interrupt (in any state) and its run."""
+
+    claims: TokenClaims
+    record: InterruptRecord
+    workflow_id: str
+    run_status: str
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the interrupt can still be answered (pending, and its run not finished)."""
+        return self.record.is_pending and self.run_status not in TERMINAL_STATUSES
+
+
+def review_token(state: ServerState, token: str) -> TokenReview:
+    """Verify ``token`` and read what it names, answered or not (the reviewer page says which).
+
+    Raises:
+        InterruptTokenInvalid: the token is malformed or its MAC does not verify.
+        InterruptExpired: the token has expired.
+        NotFound: the interrupt is unknown to this host.
+    """
+    claims = verify(state.signing_keys, token, now=state.host.clock())
+    with state.host.engine.connect() as conn:
+        record = get_interrupt_by_key(conn, claims.interrupt_id)
+    if record is None or record.run_id != claims.run_id or record.node_id != claims.node_id:
+        raise NotFound("the interrupt this token names is not known to this host")
+    snapshot = state.host.snapshot(record.run_id)
+    return TokenReview(claims, record, str(snapshot["workflowId"]), str(snapshot["status"]))
+
+
 def inspect_token(state: ServerState, token: str) -> dict[str, Any]:
     """The InterruptPayload a token names (any intent)."""
     claims = verify(state.signing_keys, token, now=state.host.clock())
@@ -50,7 +93,12 @@ def resolve_with_token(
     require_intent(claims, "resolve")
     pending_for_token(state.host, claims)
     result = state.host.resolve(
-        claims.run_id, claims.node_id, resume_value, token_principal(claims, token), key=claims.interrupt_id
+        claims.run_id,
+        claims.node_id,
+        resume_value,
+        token_principal(claims, token),
+        key=claims.interrupt_id,
+        wait=False,
     )
     state.delivery.notify(claims.run_id)
     return claims, result

@@ -21,10 +21,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 from wop_langgraph._clock import iso_z
 from wop_langgraph.store.run_tables import event_counters_table, events_table
 
-__all__ = ["NewEvent", "StoredEvent", "append_events", "last_sequence", "read_events"]
+__all__ = ["NewEvent", "RunLogClosed", "StoredEvent", "append_events", "last_sequence", "read_events"]
 
 _events = events_table
 _counters = event_counters_table
+
+
+class RunLogClosed(Exception):
+    """The run's log already holds its terminal event: nothing more may be appended."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,16 +76,23 @@ class StoredEvent:
 
 
 def append_events(
-    conn: Connection, run_id: str, events: Sequence[NewEvent], *, now: datetime
+    conn: Connection, run_id: str, events: Sequence[NewEvent], *, now: datetime, close: bool = False
 ) -> list[StoredEvent]:
     """Append ``events`` to the log of ``run_id`` in order, inside the caller's transaction.
 
     Returns the stored events with their sequences. Nothing is visible to readers until the
     caller commits; if it rolls back, the sequences are reused by the next append.
+
+    Args:
+        close: the events end the run (its terminal event): later appends are refused.
+
+    Raises:
+        RunLogClosed: the log was closed by an earlier terminal event (for example a
+            cancellation that committed while a worker was still driving the run).
     """
     if not events:
         return []
-    first = _reserve_sequences(conn, run_id, len(events))
+    first = _reserve_sequences(conn, run_id, len(events), close)
     stored = [
         StoredEvent(
             run_id=run_id,
@@ -162,13 +173,21 @@ def last_sequence(conn: Connection, run_id: str) -> int:
     return -1 if value is None else int(value)
 
 
-def _reserve_sequences(conn: Connection, run_id: str, count: int) -> int:
-    """Bump the run's counter by ``count`` and return the first reserved sequence."""
+def _reserve_sequences(conn: Connection, run_id: str, count: int, close: bool) -> int:
+    """Bump the run's counter by ``count`` and return the first reserved sequence.
+
+    The bump only applies to an open log, so a terminal event and any append racing it are
+    ordered by the counter row's lock: whichever comes second sees the log closed.
+    """
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(_counters).values(run_id=run_id, next_sequence=count)
+    statement = dialect.insert(_counters).values(run_id=run_id, next_sequence=count, closed=close)
+    set_: dict[str, Any] = {"next_sequence": _counters.c.next_sequence + count}
+    if close:
+        set_["closed"] = True
     statement = statement.on_conflict_do_update(
-        index_elements=[_counters.c.run_id],
-        set_={"next_sequence": _counters.c.next_sequence + count},
+        index_elements=[_counters.c.run_id], set_=set_, where=_counters.c.closed.is_(False)
     ).returning(_counters.c.next_sequence)
-    next_free = conn.execute(statement).scalar_one()
+    next_free = conn.execute(statement).scalar()
+    if next_free is None:
+        raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
     return int(next_free) - count

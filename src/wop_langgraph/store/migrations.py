@@ -212,10 +212,43 @@ def _create_v2(conn: Connection) -> None:
     Index("ix_wop_checkpoints_run_id", checkpoints.c.run_id).create(conn, checkfirst=True)
 
 
+def _create_v3(conn: Connection) -> None:
+    # The run queue lives on the run row (no second table to keep consistent with it), and the
+    # event counter gets the flag that closes a run's log with its terminal event.
+    utc = DateTime(timezone=True).compile(dialect=conn.dialect)
+    for statement in (
+        f"ALTER TABLE wop_runs ADD COLUMN queued_at {utc}",
+        "ALTER TABLE wop_runs ADD COLUMN queue_version BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE wop_runs ADD COLUMN lease_owner VARCHAR(64)",
+        f"ALTER TABLE wop_runs ADD COLUMN lease_until {utc}",
+        "ALTER TABLE wop_event_counters ADD COLUMN closed BOOLEAN NOT NULL DEFAULT false",
+    ):
+        conn.execute(text(statement))
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_wop_runs_queued ON wop_runs (queued_at)"))
+    # Runs left mid-flight by an older version belong to the queue, as every unfinished run that
+    # is not waiting on a pending interrupt does now.
+    conn.execute(
+        text(
+            "UPDATE wop_runs SET queued_at = updated_at, queue_version = 1 "
+            "WHERE status NOT IN ('completed', 'failed', 'cancelled') AND ("
+            "status IN ('pending', 'running') OR EXISTS (SELECT 1 FROM wop_interrupts i "
+            "WHERE i.run_id = wop_runs.run_id AND i.status IN ('resolved', 'expired') "
+            "AND i.consumed_at IS NULL))"
+        )
+    )
+    conn.execute(
+        text(
+            "UPDATE wop_event_counters SET closed = true WHERE run_id IN (SELECT run_id FROM wop_runs "
+            "WHERE status IN ('completed', 'failed', 'cancelled'))"
+        )
+    )
+
+
 #: Every schema version, oldest first; append, never edit.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs, events, interrupts, idempotency, checkpoints and writes", _create_v1),
     Migration(2, "index checkpoints by metadata run_id (delete_for_runs)", _create_v2),
+    Migration(3, "run queue and leases on wop_runs; closed event logs", _create_v3),
 )
 
 #: The newest schema version this code knows.

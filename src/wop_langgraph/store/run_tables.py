@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, DateTime, Index, Table, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Boolean, Column, DateTime, Index, Table, UniqueConstraint, false
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
@@ -42,9 +42,16 @@ def _utc_column(nullable: bool = True, index: bool = False) -> Any:
 
 
 class RunRow(SQLModel, table=True):
-    """One OpenWOP run; its LangGraph thread has ``thread_id == run_id``."""
+    """One OpenWOP run; its LangGraph thread has ``thread_id == run_id``.
+
+    The queue columns (see :mod:`wop_langgraph.store.run_queue`): ``queued_at`` is set while the
+    run has work for a worker (never cleared by anything but the worker that did the work),
+    ``queue_version`` counts enqueues so a worker can tell whether more work arrived while it
+    drove the run, and ``lease_owner``/``lease_until`` name the worker driving it and until when.
+    """
 
     __tablename__ = "wop_runs"
+    __table_args__ = (Index("ix_wop_runs_queued", "queued_at"),)
 
     run_id: str = Field(primary_key=True, max_length=ID_LENGTH)
     workflow_id: str = Field(max_length=128)
@@ -62,6 +69,10 @@ class RunRow(SQLModel, table=True):
     created_at: datetime = Field(sa_column=_utc_column(nullable=False))
     updated_at: datetime = Field(sa_column=_utc_column(nullable=False))
     completed_at: datetime | None = Field(default=None, sa_column=_utc_column())
+    queued_at: datetime | None = Field(default=None, sa_column=_utc_column())
+    queue_version: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default="0"))
+    lease_owner: str | None = Field(default=None, max_length=64)
+    lease_until: datetime | None = Field(default=None, sa_column=_utc_column())
 
 
 class EventCounterRow(SQLModel, table=True):
@@ -71,6 +82,8 @@ class EventCounterRow(SQLModel, table=True):
 
     run_id: str = Field(primary_key=True, max_length=ID_LENGTH)
     next_sequence: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
+    #: Set with the run's terminal event: nothing is appended to a closed log.
+    closed: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, server_default=false()))
 
 
 class EventRow(SQLModel, table=True):

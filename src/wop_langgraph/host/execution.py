@@ -1,0 +1,275 @@
+"""Runs queued runs: leases, drive passes, lease renewal, cancellation, waiting for rest.
+
+An :class:`Executor` is what a worker (or a caller that asked to wait) uses to drive a run it
+has claimed from the queue (:mod:`wop_langgraph.store.run_queue`). It keeps the leases this
+process holds alive with one renewal statement for all of them, and stops the drives of runs
+that were cancelled, here or in another process. Exactly-once never depends on it: the
+interrupt claim and the strict resume hold even if two drives of one run ever overlapped.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, select, update
+
+from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
+from wop_langgraph.host.registry import GraphRegistry
+from wop_langgraph.nodes._context import RunContext
+from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events
+from wop_langgraph.store.run_queue import Claim, cancelled_leases, claim_next, claim_run, release, renew
+from wop_langgraph.store.run_tables import events_table, runs_table
+from wop_langgraph.store.runs import get_run
+
+__all__ = ["DEFAULT_LEASE_SECONDS", "Executor", "RunOptions"]
+
+#: How long a lease lasts without renewal: how soon another worker takes over a dead one's run.
+DEFAULT_LEASE_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the host enables for the node API calls of every run."""
+
+    conversations: bool = False
+    credentials: bool = False
+    default_escalation_threshold: float = 0.7
+
+
+class Executor:
+    """Claims and drives runs for one host process."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        registry: GraphRegistry,
+        options: RunOptions,
+        clock: Callable[[], datetime],
+        *,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    ) -> None:
+        self.engine = engine
+        self.registry = registry
+        self.options = options
+        self.clock = clock
+        self.lease = timedelta(seconds=lease_seconds)
+        # One owner id per executor: renewals and cancellation checks are one statement each.
+        self.owner = f"{socket.gethostname()[:30]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._active: dict[str, DriveSignal] = {}
+        self._guard = threading.Condition()
+        self._keeper: threading.Thread | None = None
+        self._closing = threading.Event()
+        #: Called with a run id after each drive of it ends (callbacks, notifications).
+        self.after_drive: list[Callable[[str], None]] = []
+
+    # -- claiming ----------------------------------------------------------------------------
+
+    def claim_next(self) -> Claim | None:
+        """Lease the longest-waiting queued run of a registered workflow, if any."""
+        with self.engine.begin() as conn:
+            return claim_next(
+                conn,
+                owner=self.owner,
+                workflow_ids=self.registry.workflow_ids(),
+                now=self.clock(),
+                lease=self.lease,
+            )
+
+    def claim(self, run_id: str) -> Claim | None:
+        """Lease ``run_id`` if it is queued and free."""
+        with self.engine.begin() as conn:
+            return claim_run(conn, run_id, owner=self.owner, now=self.clock(), lease=self.lease)
+
+    # -- driving -----------------------------------------------------------------------------
+
+    def drive(self, claim: Claim) -> None:
+        """Drive a claimed run until it rests (waits on an interrupt, or ends) or is cancelled."""
+        signal = DriveSignal()
+        with self._guard:
+            self._active[claim.run_id] = signal
+        self._ensure_keeper()
+        try:
+            with self.engine.connect() as conn:
+                row = get_run(conn, claim.run_id)
+            if row is None or row.workflow_id not in self.registry:
+                self._release(claim)  # another host (with that workflow) will take it
+                return
+            driver = self._driver(row, claim, signal)
+            first_input = row.inputs
+            while True:
+                outcome = driver.drive_pass(first_input)
+                if outcome is not Pass.AGAIN:
+                    return
+        except BaseException:
+            self._release(claim)
+            raise
+        finally:
+            with self._guard:
+                self._active.pop(claim.run_id, None)
+                self._guard.notify_all()
+            for listener in self.after_drive:
+                listener(claim.run_id)
+
+    def drive_until_idle(self, run_id: str, *, poll_seconds: float = 0.05) -> None:
+        """Return once ``run_id`` is at rest, driving it here whenever no one else holds it."""
+        while True:
+            claim = self.claim(run_id)
+            if claim is not None:
+                self.drive(claim)
+                continue
+            with self.engine.connect() as conn:
+                row = conn.execute(
+                    select(runs_table.c.queued_at, runs_table.c.workflow_id).where(
+                        runs_table.c.run_id == run_id
+                    )
+                ).first()
+            if row is None or row.queued_at is None:
+                return
+            with self._guard:
+                self._guard.wait(poll_seconds)
+
+    def wait_until_undriven(self, run_id: str, timeout: float = 60.0) -> None:
+        """Wait until this process no longer drives ``run_id`` (a cancelled drive winding down)."""
+        with self._guard:
+            self._guard.wait_for(lambda: run_id not in self._active, timeout)
+
+    def reap_dead_local_leases(self) -> int:
+        """Free the leases of dead processes of this machine at once, instead of at expiry.
+
+        An owner id names its host and process; a lease whose process on this machine is gone
+        can be taken over now (a restart after a crash). Leases of other machines, and of live
+        processes, are left to expire. Returns how many owners were reaped.
+        """
+        prefix = self.owner.rsplit(":", 2)[0] + ":"
+        with self.engine.connect() as conn:
+            owners = [
+                str(o)
+                for (o,) in conn.execute(
+                    select(runs_table.c.lease_owner)
+                    .where(runs_table.c.lease_owner.like(prefix + "%"))
+                    .distinct()
+                )
+            ]
+        dead = [o for o in owners if o != self.owner and not _process_alive(o)]
+        if dead:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    update(runs_table)
+                    .where(runs_table.c.lease_owner.in_(dead))
+                    .values(lease_owner=None, lease_until=None)
+                )
+        return len(dead)
+
+    def cancel_local(self, run_id: str) -> None:
+        """Stop this process's drive of ``run_id``, if it has one."""
+        with self._guard:
+            signal = self._active.get(run_id)
+        if signal is not None:
+            signal.cancel()
+
+    def wake_waiters(self) -> None:
+        """Let callers waiting for a run to rest look again."""
+        with self._guard:
+            self._guard.notify_all()
+
+    def close(self) -> None:
+        """Stop renewing leases (call after the workers have stopped)."""
+        self._closing.set()
+        if self._keeper is not None:
+            self._keeper.join(timeout=5)
+            self._keeper = None
+
+    def _driver(self, row: Any, claim: Claim, signal: DriveSignal) -> GraphDriver:
+        registered = self.registry.get(row.workflow_id)
+        threshold = _run_option(row.configurable, "escalationThreshold")
+        context = RunContext(
+            run_id=row.run_id,
+            escalation_threshold=(
+                self.options.default_escalation_threshold if threshold is None else threshold / 100
+            ),
+            conversations=self.options.conversations,
+            credentials=self.options.credentials,
+            rejection_routes=dict(registered.rejection_routes),
+            emit=functools.partial(self._emit_once, row.run_id),
+        )
+        graph = registered.async_graph or registered.graph
+        return GraphDriver(
+            engine=self.engine,
+            graph=graph,
+            context=context,
+            clock=self.clock,
+            claim=claim,
+            recursion_limit=_run_option(row.configurable, "recursionLimit"),
+            is_async=registered.is_async,
+            signal=signal,
+        )
+
+    def _emit_once(
+        self, run_id: str, event_type: str, node_id: str, payload: dict[str, Any], event_id: str
+    ) -> None:
+        """Append a node-level event unless an event with ``event_id`` exists (a replay)."""
+        with self.engine.begin() as conn:
+            seen = conn.execute(
+                select(events_table.c.sequence).where(events_table.c.event_id == event_id)
+            ).first()
+            if seen is None:
+                event = NewEvent(event_type, payload, node_id=node_id, event_id=event_id)
+                try:
+                    append_events(conn, run_id, [event], now=self.clock())
+                except RunLogClosed:
+                    return
+
+    def _release(self, claim: Claim) -> None:
+        with self.engine.begin() as conn:
+            release(conn, claim)
+
+    # -- leases ------------------------------------------------------------------------------
+
+    def _ensure_keeper(self) -> None:
+        with self._guard:
+            if self._keeper is None or not self._keeper.is_alive():
+                self._keeper = threading.Thread(target=self._keep_leases, name="wop-leases", daemon=True)
+                self._keeper.start()
+
+    def _keep_leases(self) -> None:
+        """Renew this process's leases and stop drives of cancelled runs, a few times a lease."""
+        interval = self.lease.total_seconds() / 3
+        while not self._closing.wait(min(interval, 1.0)):
+            with self._guard:
+                if not self._active:
+                    continue
+            try:
+                with self.engine.begin() as conn:
+                    renew(conn, self.owner, until=self.clock() + self.lease)
+                    cancelled = cancelled_leases(conn, self.owner)
+            except Exception:  # the database is briefly away: try again next round
+                continue
+            for run_id in cancelled:
+                self.cancel_local(run_id)
+
+
+def _process_alive(owner: str) -> bool:
+    """Whether the process named in a lease owner id (``host:pid:nonce``) still runs here."""
+    try:
+        pid = int(owner.rsplit(":", 2)[1])
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (ValueError, IndexError, PermissionError):
+        return True  # unreadable or not ours to signal: let the lease expire instead
+    return True
+
+
+def _run_option(configurable: Any, name: str) -> Any:
+    if not isinstance(configurable, Mapping):
+        return None
+    section = configurable.get("run")
+    return section.get(name) if isinstance(section, Mapping) else None

@@ -1,0 +1,138 @@
+"""Workers: threads that take queued runs and drive them, woken by enqueues or a slow poll.
+
+In one process, an enqueue by the same host wakes a worker at once. Across processes on
+PostgreSQL a listener thread waits on ``LISTEN`` for the queue's notifications; every worker
+also polls every ``poll_seconds`` (a missed notification, SQLite, a lease that ran out), and
+the pool runs the timeout sweep every ``sweep_seconds``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable
+
+from sqlalchemy import Engine
+
+from wop_langgraph.host.execution import Executor
+from wop_langgraph.store.run_queue import CANCEL_CHANNEL, QUEUE_CHANNEL
+
+__all__ = ["WorkerPool"]
+
+_log = logging.getLogger("wop_langgraph.worker")
+
+
+class WorkerPool:
+    """``concurrency`` worker threads over one :class:`Executor`."""
+
+    def __init__(
+        self,
+        executor: Executor,
+        concurrency: int = 4,
+        *,
+        poll_seconds: float = 1.0,
+        sweep: Callable[[], int] | None = None,
+        sweep_seconds: float = 5.0,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("a worker pool needs at least one worker")
+        self.executor = executor
+        self.concurrency = concurrency
+        self.poll_seconds = poll_seconds
+        self._sweep = sweep
+        self._sweep_seconds = sweep_seconds
+        self._wake = threading.Condition()
+        self._signals = 0
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        """Start the workers (and, on PostgreSQL, the notification listener)."""
+        if self._threads:
+            return
+        self._stop.clear()
+        for index in range(self.concurrency):
+            thread = threading.Thread(target=self._work, name=f"wop-worker-{index}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        if self._sweep is not None and self._sweep_seconds > 0:
+            self._spawn(self._sweep_loop, "wop-sweep")
+        if self.executor.engine.dialect.name == "postgresql":
+            self._spawn(self._listen, "wop-listen")
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask the workers to stop after their current pass and wait for them."""
+        self._stop.set()
+        self.wake(all_workers=True)
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads = []
+
+    def wake(self, *, all_workers: bool = False) -> None:
+        """A run was queued: let a worker (or every worker) look now."""
+        with self._wake:
+            self._signals += 1
+            if all_workers:
+                self._wake.notify_all()
+            else:
+                self._wake.notify()
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            try:
+                claim = self.executor.claim_next()
+            except Exception:
+                _log.exception("claiming a queued run failed; retrying")
+                claim = None
+            if claim is not None:
+                try:
+                    self.executor.drive(claim)
+                except Exception:
+                    _log.exception("driving run %s failed; another worker will retry it", claim.run_id)
+                continue
+            with self._wake:
+                if self._signals:
+                    self._signals -= 1
+                    continue
+                # Jitter keeps idle workers of many processes from polling in step.
+                self._wake.wait(self.poll_seconds * random.uniform(0.8, 1.2))
+
+    def _sweep_loop(self) -> None:
+        assert self._sweep is not None
+        while not self._stop.wait(self._sweep_seconds):
+            try:
+                self._sweep()
+            except Exception:
+                _log.exception("the timeout sweep failed; it will run again")
+
+    def _listen(self) -> None:
+        """Wake on the queue's PostgreSQL notifications; stop drives of runs cancelled elsewhere."""
+        while not self._stop.is_set():
+            try:
+                self._listen_once(self.executor.engine)
+            except Exception:
+                _log.warning("the queue listener lost its connection; reconnecting", exc_info=True)
+                self._stop.wait(1.0)
+
+    def _listen_once(self, engine: Engine) -> None:
+        raw = engine.raw_connection()
+        try:
+            driver_conn = raw.driver_connection
+            assert driver_conn is not None
+            driver_conn.autocommit = True
+            driver_conn.execute(f"LISTEN {QUEUE_CHANNEL}")
+            driver_conn.execute(f"LISTEN {CANCEL_CHANNEL}")
+            while not self._stop.is_set():
+                for note in driver_conn.notifies(timeout=1.0, stop_after=64):
+                    if note.channel == CANCEL_CHANNEL:
+                        self.executor.cancel_local(note.payload)
+                    else:
+                        self.wake()
+        finally:
+            raw.invalidate()  # a connection that listened never goes back to the pool

@@ -1,0 +1,182 @@
+"""The durable run queue: which runs have work for a worker, and which worker holds each one.
+
+The queue lives on the run row. A run is *queued* while ``queued_at`` is set: from the
+transaction that created it, or that committed a resolution (or a timeout, or a recovery) for
+it, until a worker has driven it to rest. Every enqueue bumps ``queue_version``; the worker
+that drove the run dequeues it only if the version is still the one it claimed, so work that
+arrives while a run is being driven (a second gate resolved mid-step) is never dropped.
+
+A worker holds a *lease* (``lease_owner`` until ``lease_until``) on the run it drives and
+renews it while it works. A worker that dies stops renewing; once the lease has run out any
+other worker claims the run and continues it from its last checkpoint. Claims skip rows other
+claimers hold (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite serialises writers anyway),
+and on PostgreSQL every enqueue sends a ``NOTIFY`` on :data:`QUEUE_CHANNEL` at commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, and_, func, or_, select, text, update
+
+from wop_langgraph.store.run_tables import runs_table
+
+__all__ = [
+    "CANCEL_CHANNEL",
+    "QUEUE_CHANNEL",
+    "Claim",
+    "cancelled_leases",
+    "claim_next",
+    "claim_run",
+    "enqueue",
+    "finish",
+    "notify",
+    "release",
+    "renew",
+    "unqueued_stragglers",
+]
+
+#: PostgreSQL notification channels: a run was queued; a leased run was cancelled.
+QUEUE_CHANNEL = "wop_queue"
+CANCEL_CHANNEL = "wop_cancel"
+
+_runs = runs_table
+_TERMINAL = ("completed", "failed", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A lease on one run: who holds it and which enqueue it answers."""
+
+    run_id: str
+    owner: str
+    version: int
+
+
+def notify(conn: Connection, channel: str, payload: str) -> None:
+    """Send a PostgreSQL notification at commit (nothing on SQLite: its workers poll)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_notify(:c, :p)"), {"c": channel, "p": payload})
+
+
+def enqueue(conn: Connection, run_id: str, *, now: datetime, running: bool = False) -> None:
+    """Queue ``run_id`` for a worker, in the caller's transaction.
+
+    Args:
+        running: also set the run's status to ``running`` (a resolution that decided its
+            gate: from now on the graph is moving again).
+    """
+    values: dict[str, object] = {
+        "queued_at": func.coalesce(_runs.c.queued_at, now),
+        "queue_version": _runs.c.queue_version + 1,
+        "updated_at": now,
+    }
+    if running:
+        values["status"] = "running"
+        values["current_node_id"] = None
+    conn.execute(
+        update(_runs).where(_runs.c.run_id == run_id, _runs.c.status.not_in(_TERMINAL)).values(**values)
+    )
+    notify(conn, QUEUE_CHANNEL, run_id)
+
+
+def _claimable(now: datetime) -> object:
+    return and_(
+        _runs.c.queued_at.is_not(None),
+        or_(_runs.c.lease_until.is_(None), _runs.c.lease_until < now),
+    )
+
+
+def _take(conn: Connection, run_id: str, owner: str, now: datetime, lease: timedelta) -> Claim | None:
+    row = conn.execute(
+        update(_runs)
+        .where(_runs.c.run_id == run_id, _claimable(now))  # type: ignore[arg-type]
+        .values(lease_owner=owner, lease_until=now + lease)
+        .returning(_runs.c.queue_version)
+    ).first()
+    return None if row is None else Claim(run_id, owner, int(row.queue_version))
+
+
+def claim_next(
+    conn: Connection,
+    *,
+    owner: str,
+    workflow_ids: Collection[str],
+    now: datetime,
+    lease: timedelta,
+) -> Claim | None:
+    """Lease the longest-queued claimable run of one of ``workflow_ids``; ``None`` if none."""
+    if not workflow_ids:
+        return None
+    candidate = conn.execute(
+        select(_runs.c.run_id)
+        .where(_claimable(now), _runs.c.workflow_id.in_(list(workflow_ids)))  # type: ignore[arg-type]
+        .order_by(_runs.c.queued_at)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    ).first()
+    if candidate is None:
+        return None
+    return _take(conn, str(candidate.run_id), owner, now, lease)
+
+
+def claim_run(conn: Connection, run_id: str, *, owner: str, now: datetime, lease: timedelta) -> Claim | None:
+    """Lease ``run_id`` if it is queued and nobody holds it; ``None`` otherwise."""
+    return _take(conn, run_id, owner, now, lease)
+
+
+def renew(conn: Connection, owner: str, *, until: datetime) -> int:
+    """Extend every lease ``owner`` holds to ``until``; returns how many."""
+    return int(
+        conn.execute(update(_runs).where(_runs.c.lease_owner == owner).values(lease_until=until)).rowcount
+    )
+
+
+def cancelled_leases(conn: Connection, owner: str) -> list[str]:
+    """Runs leased by ``owner`` that were cancelled meanwhile (by this or another process)."""
+    rows = conn.execute(
+        select(_runs.c.run_id).where(_runs.c.lease_owner == owner, _runs.c.status == "cancelled")
+    )
+    return [str(r.run_id) for r in rows]
+
+
+def finish(conn: Connection, claim: Claim) -> bool:
+    """Dequeue the run and drop the lease, unless more work was queued since the claim.
+
+    Returns ``True`` when the run left the queue; ``False`` when it was enqueued again while it
+    was driven (the lease is kept: the caller drives it once more).
+    """
+    done = conn.execute(
+        update(_runs)
+        .where(
+            _runs.c.run_id == claim.run_id,
+            _runs.c.lease_owner == claim.owner,
+            _runs.c.queue_version == claim.version,
+        )
+        .values(queued_at=None, lease_owner=None, lease_until=None)
+    ).rowcount
+    return bool(done)
+
+
+def release(conn: Connection, claim: Claim, *, dequeue: bool = False) -> None:
+    """Drop the lease (the run stays queued unless ``dequeue``): another worker may take it."""
+    values: dict[str, object] = {"lease_owner": None, "lease_until": None}
+    if dequeue:
+        values["queued_at"] = None
+    conn.execute(
+        update(_runs)
+        .where(_runs.c.run_id == claim.run_id, _runs.c.lease_owner == claim.owner)
+        .values(**values)
+    )
+
+
+def unqueued_stragglers(conn: Connection, *, limit: int = 1000) -> list[str]:
+    """Unfinished runs that are not queued and not waiting: what a crash of an older version left."""
+    rows = conn.execute(
+        select(_runs.c.run_id)
+        .where(_runs.c.queued_at.is_(None), _runs.c.status.in_(["pending", "running"]))
+        .limit(limit)
+    )
+    return [str(r.run_id) for r in rows]

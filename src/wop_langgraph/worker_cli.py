@@ -1,0 +1,75 @@
+"""``wop-langgraph worker MODULE:ATTR --db URL``: a process that only drives queued runs.
+
+Run any number of these (on this machine or others) against one PostgreSQL database, beside
+``wop-langgraph serve --workers 0`` replicas that answer the API. Each takes queued runs of
+the workflows it registers, holds a lease on each while it drives it, and stops cleanly on
+SIGINT/SIGTERM (its leases then run out and other workers continue its runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from wop_langgraph.targets import load_workflows
+
+__all__ = ["worker_main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wop-langgraph worker",
+        description="Drive queued runs of the given graphs (no HTTP).",
+    )
+    parser.add_argument(
+        "target", help="MODULE:ATTR naming a compiled graph, a {workflowId: graph} dict, or a factory"
+    )
+    parser.add_argument("--db", dest="database_url", help="database URL (default: $WOP_DATABASE_URL)")
+    parser.add_argument("--concurrency", type=int, default=4, help="worker threads (default 4)")
+    parser.add_argument("--poll-seconds", type=float, default=1.0, help="idle poll interval (default 1)")
+    parser.add_argument(
+        "--sweep-seconds", type=float, default=5.0, help="timeout sweep interval, 0 for never (default 5)"
+    )
+    parser.add_argument(
+        "--lease-seconds", type=float, default=15.0, help="lease lifetime without renewal (default 15)"
+    )
+    parser.add_argument("--conversations", action="store_true", help="enable conversation.* node calls")
+    parser.add_argument("--credentials", action="store_true", help="enable request_credential")
+    return parser
+
+
+def worker_main(argv: Sequence[str] | None = None) -> int:
+    """Run workers until SIGINT/SIGTERM; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    from wop_langgraph.host import WopHost
+
+    url = args.database_url or os.environ.get("WOP_DATABASE_URL") or "sqlite:///wop.db"
+    workflows = load_workflows(args.target, command="worker")
+    host = WopHost.from_url(
+        url,
+        conversations=args.conversations,
+        credentials=args.credentials,
+        lease_seconds=args.lease_seconds,
+    )
+    for workflow_id, graph in workflows.items():
+        host.register(workflow_id, graph)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    host.recover(wait=False)
+    host.start_workers(args.concurrency, poll_seconds=args.poll_seconds, sweep_seconds=args.sweep_seconds)
+    print(
+        f"wop-langgraph worker: {args.concurrency} worker(s) for {', '.join(sorted(workflows))} on {url}",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        stop.wait()
+    finally:
+        host.stop_workers()
+        host.saver.close()
+    return 0
