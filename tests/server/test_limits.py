@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
-from tests.server.conftest import ALICE, assert_error, make_settings
+from tests.server.conftest import ALICE, assert_error, at_rest, make_settings
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server import create_app
@@ -27,7 +26,10 @@ LIMITS = {
 async def limited(host: WopHost, db_url: str) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(host, make_settings(db_url, **LIMITS))
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://testserver") as client,
+    ):
         yield client
 
 
@@ -36,13 +38,10 @@ async def create(client: httpx.AsyncClient, inputs: object) -> httpx.Response:
 
 
 async def suspended_run(client: httpx.AsyncClient) -> str:
-    """A run waiting at its gate (polled: the server may answer the create before the graph ran)."""
-    run = project_id((await create(client, {})).json()["runId"])
-    for _ in range(300):
-        if (await client.get(f"/runs/{run}", headers=ALICE)).json()["status"] == "waiting-approval":
-            return run
-        await asyncio.sleep(0.1)
-    raise AssertionError("the run did not reach its gate within 30 s")
+    """A run waiting at its gate (the server answers the create before the graph ran)."""
+    run_id = (await create(client, {})).json()["runId"]
+    assert (await at_rest(client, run_id))["status"] == "waiting-approval"
+    return project_id(run_id)
 
 
 async def test_each_limit_is_enforced_at_its_edge(limited: httpx.AsyncClient) -> None:
