@@ -23,7 +23,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 from sqlalchemy import Engine, update
 
-from wop_langgraph.nodes._context import CONTEXT_KEY, RunContext
+from wop_langgraph.nodes._context import CONTEXT_KEY, NODE_FAILED_CHANNEL, RunContext
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
@@ -122,7 +122,12 @@ class GraphDriver:
             obj = error_object(error) if isinstance(error, BaseException) else _text_error(error)
             self._append(NewEvent("node.failed", {"nodeId": name, "error": obj, "attempts": 1}, node_id=name))
             return name
-        if not chunk.get("interrupts"):
+        failed = (chunk.get("result") or {}).get(NODE_FAILED_CHANNEL)
+        if isinstance(failed, dict) and name in failed:  # failed, and an edge admitting failure goes on
+            self._append(
+                NewEvent("node.failed", {"nodeId": name, "error": failed[name], "attempts": 1}, node_id=name)
+            )
+        elif not chunk.get("interrupts"):
             self._append(NewEvent("node.completed", {"nodeId": name}, node_id=name))
         return None
 

@@ -9,7 +9,7 @@ from typing import Any
 from langgraph.pregel import Pregel
 from langgraph.types import RetryPolicy
 
-from wop_langgraph.protocol.errors import ApprovalRejected, NotFound, ValidationError
+from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, NotFound, ValidationError
 from wop_langgraph.store.saver import SQLModelSaver
 
 __all__ = ["GraphRegistry", "RegisteredGraph"]
@@ -19,11 +19,33 @@ _WORKFLOW_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv
 
 @dataclass(frozen=True)
 class RegisteredGraph:
-    """A workflow: its graph (bound to the store) and where rejected approvals continue."""
+    """A workflow: its graph (bound to the store) and where rejected approvals continue.
+
+    ``requires`` names the host capabilities its runs need (``conversation``, ``credential``);
+    ``definition`` is the OpenWOP WorkflowDefinition it was compiled from, if any.
+    """
 
     workflow_id: str
     graph: Pregel[Any, Any, Any, Any]
     rejection_routes: Mapping[str, str] = field(default_factory=dict)
+    requires: frozenset[str] = frozenset()
+    definition: Mapping[str, Any] | None = None
+
+    def require(self, *, conversations: bool, credentials: bool) -> None:
+        """Refuse a run of this workflow on a host without a capability it needs.
+
+        Raises:
+            CapabilityRequired: ``422 capability_required`` naming the capability.
+        """
+        enabled = {"conversation": conversations, "credential": credentials}
+        missing = sorted(c for c in self.requires if not enabled.get(c, False))
+        if missing:
+            flags = {"conversation": "conversations=True", "credential": "credentials=True"}
+            raise CapabilityRequired(
+                f"workflow {self.workflow_id!r} needs the {', '.join(missing)} capability, which this "
+                f"host has not enabled (WopHost({', '.join(flags[m] for m in missing)}))",
+                details={"requiredCapability": missing[0], "workflowId": self.workflow_id},
+            )
 
 
 class GraphRegistry:
@@ -34,7 +56,13 @@ class GraphRegistry:
         self._graphs: dict[str, RegisteredGraph] = {}
 
     def register(
-        self, workflow_id: str, graph: Pregel[Any, Any, Any, Any], rejection_routes: Mapping[str, str]
+        self,
+        workflow_id: str,
+        graph: Pregel[Any, Any, Any, Any],
+        rejection_routes: Mapping[str, str],
+        *,
+        requires: frozenset[str] = frozenset(),
+        definition: Mapping[str, Any] | None = None,
     ) -> None:
         """Bind ``graph`` to the store and register it.
 
@@ -58,7 +86,9 @@ class GraphRegistry:
             for name, node in graph.nodes.items()
         }
         bound = graph.copy(update={"checkpointer": self._saver, "nodes": nodes})
-        self._graphs[workflow_id] = RegisteredGraph(workflow_id, bound, dict(rejection_routes))
+        self._graphs[workflow_id] = RegisteredGraph(
+            workflow_id, bound, dict(rejection_routes), requires, definition
+        )
 
     def get(self, workflow_id: str) -> RegisteredGraph:
         """The registered workflow, or ``NotFound``."""
@@ -66,6 +96,10 @@ class GraphRegistry:
             return self._graphs[workflow_id]
         except KeyError:
             raise NotFound(f"no workflow {workflow_id!r} is registered") from None
+
+    def definition_ids(self) -> list[str]:
+        """Ids of the workflows registered from an OpenWOP WorkflowDefinition, sorted."""
+        return sorted(w for w, g in self._graphs.items() if g.definition is not None)
 
     def __contains__(self, workflow_id: object) -> bool:
         return workflow_id in self._graphs

@@ -114,6 +114,15 @@ class WopHost:
         """
         self.registry.register(workflow_id, graph, rejection_routes or {})
 
+    def load_definitions(self, folder: Any, node_types: Any = None) -> Any:
+        """Register every ``*.json`` OpenWOP WorkflowDefinition in ``folder``; returns a ``LoadReport``.
+
+        See :func:`wop_langgraph.definitions.load_definitions`.
+        """
+        from wop_langgraph.definitions import load_definitions
+
+        return load_definitions(self, folder, node_types)
+
     # -- runs -------------------------------------------------------------------------------
 
     def create_run(
@@ -128,7 +137,9 @@ class WopHost:
         metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Create a run, drive it to its first suspension or its end, and return its snapshot."""
-        self.registry.get(workflow_id)
+        self.registry.get(workflow_id).require(
+            conversations=self.options.conversations, credentials=self.options.credentials
+        )
         if configurable is not None:
             self._check_configurable(configurable)
         inputs_doc = jsonable(inputs)

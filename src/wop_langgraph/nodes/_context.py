@@ -20,6 +20,7 @@ from wop_langgraph.protocol.errors import WopError
 
 __all__ = [
     "CONTEXT_KEY",
+    "NODE_FAILED_CHANNEL",
     "NODE_PATH_SEPARATOR",
     "NodeCall",
     "RunContext",
@@ -30,6 +31,10 @@ __all__ = [
 
 #: Key of the :class:`RunContext` inside ``config["configurable"]``.
 CONTEXT_KEY = "__wop_context"
+
+#: State channel a node writes ``{nodeId: errorObject}`` to when it failed but the run goes on
+#: (a definition's ``any_failed`` / ``all_complete`` edge): the host records ``node.failed``.
+NODE_FAILED_CHANNEL = "__wop_node_failed"
 
 
 @dataclass(frozen=True)
