@@ -36,7 +36,7 @@ class CompiledDefinition:
 
     workflow_id: str
     graph: CompiledStateGraph[Any, Any, Any, Any]
-    requires: frozenset[str]
+    requires: Mapping[str, Mapping[str, str]]  # capability -> {offendingTypeId, nodeId}
     plan: Plan
 
     @property
@@ -66,7 +66,10 @@ def compile_definition(document: Any, node_types: NodeTypeRegistry) -> CompiledD
     for node_id, spec in plan.nodes.items():
         builder.add_node(node_id, _node_function(plan, spec, types[node_id]))
     builder.add_edge(START, plan.roots[0])
-    requires = frozenset().union(*(t.requires for t in types.values()))
+    requires: dict[str, Mapping[str, str]] = {}
+    for node_id, node_type in types.items():
+        for capability in sorted(node_type.requires):
+            requires.setdefault(capability, {"offendingTypeId": node_type.type_id, "nodeId": node_id})
     return CompiledDefinition(plan.workflow_id, builder.compile(), requires, plan)
 
 

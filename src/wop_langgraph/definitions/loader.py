@@ -8,6 +8,7 @@ from starting.
 from __future__ import annotations
 
 import json
+import os
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ def register_definition(
 
 
 def load_definitions(
-    host: WopHost, folder: str | Path, node_types: NodeTypeRegistry | None = None
+    host: WopHost, folder: str | os.PathLike[str], node_types: NodeTypeRegistry | None = None
 ) -> LoadReport:
     """Register every ``*.json`` definition in ``folder`` (sorted by file name) on ``host``.
 

@@ -12,8 +12,10 @@ from langgraph.types import RetryPolicy
 from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, NotFound, ValidationError
 from wop_langgraph.store.saver import SQLModelSaver
 
-__all__ = ["GraphRegistry", "RegisteredGraph"]
+__all__ = ["CAPABILITY_KEYS", "GraphRegistry", "RegisteredGraph"]
 
+#: The discovery key of each host capability a workflow may need.
+CAPABILITY_KEYS = {"conversation": "conversationPrimitive", "credential": "oauth.credentialInterrupt"}
 _WORKFLOW_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~:-")
 
 
@@ -21,30 +23,35 @@ _WORKFLOW_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv
 class RegisteredGraph:
     """A workflow: its graph (bound to the store) and where rejected approvals continue.
 
-    ``requires`` names the host capabilities its runs need (``conversation``, ``credential``);
+    ``requires`` maps each host capability its runs need (``conversation``, ``credential``) to
+    what names the need in a refusal (``offendingTypeId``, ``nodeId``);
     ``definition`` is the OpenWOP WorkflowDefinition it was compiled from, if any.
     """
 
     workflow_id: str
     graph: Pregel[Any, Any, Any, Any]
     rejection_routes: Mapping[str, str] = field(default_factory=dict)
-    requires: frozenset[str] = frozenset()
+    requires: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     definition: Mapping[str, Any] | None = None
 
     def require(self, *, conversations: bool, credentials: bool) -> None:
         """Refuse a run of this workflow on a host without a capability it needs.
 
         Raises:
-            CapabilityRequired: ``422 capability_required`` naming the capability.
+            CapabilityRequired: ``422 capability_required``; ``details.requiredCapability`` names the
+                capability key, ``offendingTypeId`` / ``nodeId`` the node that needs it.
         """
         enabled = {"conversation": conversations, "credential": credentials}
-        missing = sorted(c for c in self.requires if not enabled.get(c, False))
-        if missing:
-            flags = {"conversation": "conversations=True", "credential": "credentials=True"}
+        for capability, where in sorted(self.requires.items()):
+            if enabled.get(capability, False):
+                continue
+            flag = {"conversation": "conversations=True", "credential": "credentials=True"}.get(
+                capability, ""
+            )
             raise CapabilityRequired(
-                f"workflow {self.workflow_id!r} needs the {', '.join(missing)} capability, which this "
-                f"host has not enabled (WopHost({', '.join(flags[m] for m in missing)}))",
-                details={"requiredCapability": missing[0], "workflowId": self.workflow_id},
+                f"workflow {self.workflow_id!r} needs the {capability} capability, which this host has not "
+                f"enabled (WopHost({flag}))",
+                details={"requiredCapability": CAPABILITY_KEYS.get(capability, capability), **where},
             )
 
 
@@ -61,7 +68,7 @@ class GraphRegistry:
         graph: Pregel[Any, Any, Any, Any],
         rejection_routes: Mapping[str, str],
         *,
-        requires: frozenset[str] = frozenset(),
+        requires: Mapping[str, Mapping[str, str]] | None = None,
         definition: Mapping[str, Any] | None = None,
     ) -> None:
         """Bind ``graph`` to the store and register it.
@@ -87,7 +94,7 @@ class GraphRegistry:
         }
         bound = graph.copy(update={"checkpointer": self._saver, "nodes": nodes})
         self._graphs[workflow_id] = RegisteredGraph(
-            workflow_id, bound, dict(rejection_routes), requires, definition
+            workflow_id, bound, dict(rejection_routes), dict(requires or {}), definition
         )
 
     def get(self, workflow_id: str) -> RegisteredGraph:

@@ -9,10 +9,11 @@ exactly-once comes from the interrupt claim and the per-run lock, never from mem
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
@@ -42,6 +43,9 @@ from wop_langgraph.store.interrupts import (
 )
 from wop_langgraph.store.run_tables import events_table, runs_table
 from wop_langgraph.store.saver import SQLModelSaver
+
+if TYPE_CHECKING:
+    from wop_langgraph.definitions import LoadReport, NodeTypeRegistry
 
 __all__ = ["DEFAULT_ESCALATION_THRESHOLD", "WopHost"]
 
@@ -114,7 +118,9 @@ class WopHost:
         """
         self.registry.register(workflow_id, graph, rejection_routes or {})
 
-    def load_definitions(self, folder: Any, node_types: Any = None) -> Any:
+    def load_definitions(
+        self, folder: str | os.PathLike[str], node_types: NodeTypeRegistry | None = None
+    ) -> LoadReport:
         """Register every ``*.json`` OpenWOP WorkflowDefinition in ``folder``; returns a ``LoadReport``.
 
         See :func:`wop_langgraph.definitions.load_definitions`.
