@@ -8,8 +8,8 @@ from starting.
 from __future__ import annotations
 
 import json
-import os
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
