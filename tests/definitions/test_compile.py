@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
 
 from tests.host._graphs import ALICE
 from tests.host._support import HostFactory, events, payloads
@@ -22,6 +23,7 @@ from wop_langgraph.definitions import (
 )
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.errors import CapabilityRequired, InternalError, ValidationError
+from wop_langgraph.store.run_tables import runs_table
 
 RAN: list[str] = []
 
@@ -146,7 +148,7 @@ def test_all_complete_runs_after_a_failure_and_a_success(host: WopHost) -> None:
         [node("a", "test.fail"), node("b"), node("join")],
         [edge("a", "join", "all_complete"), edge("b", "join", "all_complete")],
     )
-    run_id, snapshot = run(host, doc)
+    _, snapshot = run(host, doc)
     assert snapshot["status"] == "completed"
     assert RAN == ["a", "b", "join"]
 
@@ -211,7 +213,7 @@ def test_inputs_come_from_variables_statics_and_other_nodes(host: WopHost) -> No
 
 def test_unknown_node_type_is_refused_naming_it(host: WopHost) -> None:
     doc = definition("unknown", [node("a", "vendor.acme.publish")], [])
-    with pytest.raises(UnknownNodeType, match="vendor.acme.publish") as caught:
+    with pytest.raises(UnknownNodeType, match=r"vendor\.acme\.publish") as caught:
         register_definition(host, doc, types())
     assert caught.value.details == {"typeId": "vendor.acme.publish", "nodeId": "a"}
     assert "unknown" not in host.registry
@@ -259,10 +261,6 @@ def test_conversation_workflow_is_refused_at_create_run_without_the_capability(
         "nodeId": "convo",
     }
     with plain.engine.connect() as conn:
-        from sqlalchemy import func, select
-
-        from wop_langgraph.store.run_tables import runs_table
-
         assert conn.execute(select(func.count()).select_from(runs_table)).scalar() == 0
     talking = make_host(conversations=True)
     register_definition(talking, doc, types())
