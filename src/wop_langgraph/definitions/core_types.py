@@ -6,7 +6,8 @@ Where each behaviour comes from (OpenWOP spec repository, openwop/openwop):
 - ``core.approvalGate``: spec/v2/core/interrupt.md (kind ``approval``; config members are the
   ``ApprovalData`` members of schemas/v2/suspend-request.schema.json, plus ``timeoutMs``);
   fixtures conformance-approval*.json, conformance-interrupt-quorum.json.
-- ``core.clarificationGate``: interrupt.md (kind ``clarification``), conformance-clarification.json.
+- ``core.clarificationGate``: interrupt.md (kind ``clarification``), conformance-clarification.json
+  (answers are strings unless a question carries its own ``schema``).
 - ``core.interrupt``: interrupt.md; ``config.kind`` + ``config.data`` are an InterruptPayload's
   ``kind`` and ``data`` (conformance-interrupt-external-event.json).
 - ``core.conversationGate``: spec/v2/core/conversation.md and the conversation fixtures' descriptions
@@ -140,8 +141,11 @@ def _approve(spec: NodeSpec, data: Mapping[str, Any], inputs: Mapping[str, Any])
 
 def _clarification_gate(invocation: NodeInvocation) -> Mapping[str, Any]:
     config = invocation.config
+    # An answer is a string unless the question says otherwise (the fixture's resume schema is
+    # {answers: {q1: string}}).
+    questions = [{"schema": {"type": "string"}, **q} for q in config["questions"]]
     answers = ask(
-        config["questions"], context_type=config.get("contextType"), timeout=_seconds(config.get("timeoutMs"))
+        questions, context_type=config.get("contextType"), timeout=_seconds(config.get("timeoutMs"))
     )
     return {"answers": answers}
 
