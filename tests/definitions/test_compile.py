@@ -273,6 +273,6 @@ def test_registry_refuses_duplicates_and_unknown_capabilities() -> None:
         registry.register(NodeType("test.record", _record))
     with pytest.raises(ValueError, match="unknown capabilities"):
         NodeType("test.x", _record, requires=frozenset({"telepathy"}))
-    assert "core.subWorkflow" not in registry
-    with pytest.raises(UnknownNodeType, match="not implemented"):
-        registry.get("core.subWorkflow")
+    assert "core.dispatch" not in registry
+    with pytest.raises(UnknownNodeType, match="multi-agent"):
+        registry.get("core.dispatch")

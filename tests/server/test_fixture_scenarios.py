@@ -109,8 +109,8 @@ def test_discovery_lists_the_loaded_fixtures(server: Server, talking: Server) ->
     caps = server.alice.discovery_capabilities()
     listed = caps.raw["fixtures"]
     assert "conformance-approval" in listed and "conformance-noop" in listed
-    assert "conformance-interrupt-parent-child-cancel" not in listed  # refused: core.subWorkflow
-    assert len(listed) == 20
+    assert "conformance-orchestrator-low-confidence" not in listed  # refused: multi-agent
+    assert len(listed) == 21
     assert "conversationPrimitive" not in caps.raw
     record = talking.alice.discovery_capabilities().families["conversationPrimitive"]
     assert (record.status, record.witness) == ("experimental", "witnessable-gated")
@@ -381,3 +381,36 @@ def test_replay_side_effect_holds_then_runs_the_effect(server: Server) -> None:
     server.wait(run_id, "completed")
     started = [p["nodeId"] for p in payloads(server.events(run_id), "node.started")]
     assert started == ["wait", "effect"]
+
+
+def test_parent_cancel_cascades_to_the_child(server: Server) -> None:
+    parent = server.create("conformance-interrupt-parent-child-cancel")
+    server.wait(parent, "waiting-input")
+    (requested,) = payloads(server.events(parent), "interrupt.requested")
+    assert requested["data"]["customKind"] == "openwop.subWorkflow"
+    child = requested["data"]["payload"]["childRunId"]
+    snapshot = server.wait(child, "waiting-approval")
+    assert snapshot["metadata"]["parent"]["runId"] == parent
+    assert server.alice.runs_cancel(parent).status in ("cancelled", "cancelling")
+    server.wait(parent, "cancelled")
+    server.wait(child, "cancelled")
+    (cancelled,) = payloads(server.events(child), "run.cancelled")
+    assert cancelled["reason"] == "parent-cancelled"
+    # errors.md: one code per state; the v1-era fixture prose says 410 Gone.
+    refused(
+        lambda: server.resolve(child, "child-gate", {"action": "accept"}), 409, "interrupt_already_resolved"
+    )
+
+
+def test_child_completion_resumes_the_parent(server: Server) -> None:
+    parent = server.create("conformance-interrupt-parent-child-cancel")
+    server.wait(parent, "waiting-input")
+    child = payloads(server.events(parent), "interrupt.requested")[0]["data"]["payload"]["childRunId"]
+    server.wait(child, "waiting-approval")
+    server.resolve(child, "child-gate", {"action": "accept"})
+    server.wait(child, "completed")
+    server.wait(parent, "completed")
+    (completed,) = [
+        p for p in payloads(server.events(parent), "node.completed") if p["nodeId"] == "spawn-child"
+    ]
+    assert completed["outputs"] == {"childRunId": child, "childStatus": "completed"}

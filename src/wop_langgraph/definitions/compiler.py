@@ -21,12 +21,12 @@ from langgraph.types import Command
 from wop_langgraph.definitions.model import NodeSpec, Plan, read_definition
 from wop_langgraph.definitions.node_types import NodeInvocation, NodeType, NodeTypeRegistry
 from wop_langgraph.definitions.schedule import initial_schedule, settle
-from wop_langgraph.nodes._context import NODE_FAILED_CHANNEL, current_call, stable_id
+from wop_langgraph.nodes._context import NODE_FAILED_CHANNEL, NODE_OUTPUTS_CHANNEL, current_call, stable_id
 from wop_langgraph.protocol.errors import ValidationError, WopError
 
 __all__ = ["OUTPUTS_CHANNEL", "SCHEDULE_CHANNEL", "CompiledDefinition", "compile_definition"]
 
-OUTPUTS_CHANNEL = "__wop_outputs"
+OUTPUTS_CHANNEL = NODE_OUTPUTS_CHANNEL
 SCHEDULE_CHANNEL = "__wop_schedule"
 
 

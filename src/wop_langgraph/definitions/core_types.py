@@ -49,7 +49,8 @@ __all__ = ["MAX_DELAY_MS", "default_node_types"]
 
 MAX_DELAY_MS = 60_000
 _REFUSED = {
-    "core.subWorkflow": "child runs (core.subWorkflow) are not implemented by this host yet",
+    "core.subWorkflow": "it needs the host that runs its child runs: load it with WopHost.load_definitions "
+    "or register_definition",
     "core.orchestrator.supervisor": "multi-agent orchestration (multiAgent.executionModel) is not offered",
     "core.dispatch": "multi-agent dispatch (multiAgent.executionModel) is not offered",
     "core.ai.structuredOutput": "this host runs no AI model nodes (no aiProviders, no mock provider)",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from wop_langgraph.definitions.compiler import CompiledDefinition, compile_definition
 from wop_langgraph.definitions.core_types import default_node_types
 from wop_langgraph.definitions.node_types import NodeTypeRegistry
+from wop_langgraph.definitions.subworkflow import sub_workflow_type
 from wop_langgraph.protocol.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -36,6 +37,15 @@ class LoadReport:
     refused: Mapping[str, str]
 
 
+def with_host_types(host: WopHost, node_types: NodeTypeRegistry) -> NodeTypeRegistry:
+    """``node_types`` plus the types bound to ``host`` (``core.subWorkflow``) unless it has its own."""
+    if "core.subWorkflow" in node_types:
+        return node_types
+    bound = node_types.copy()
+    bound.register(sub_workflow_type(host))
+    return bound
+
+
 def register_definition(
     host: WopHost, document: object, node_types: NodeTypeRegistry | None = None
 ) -> CompiledDefinition:
@@ -44,7 +54,7 @@ def register_definition(
     Raises:
         ValidationError: the definition is refused (``UnknownNodeType`` names a missing type).
     """
-    compiled = compile_definition(document, node_types or default_node_types())
+    compiled = compile_definition(document, with_host_types(host, node_types or default_node_types()))
     host.registry.register(
         compiled.workflow_id, compiled.graph, {}, requires=compiled.requires, definition=compiled.document
     )
@@ -62,7 +72,7 @@ def load_definitions(
     root = Path(folder)
     if not root.is_dir():
         raise FileNotFoundError(f"no definitions folder at {root}")
-    types = node_types or default_node_types()
+    types = with_host_types(host, node_types or default_node_types())
     loaded: list[str] = []
     refused: dict[str, str] = {}
     for path in sorted(root.glob("*.json")):

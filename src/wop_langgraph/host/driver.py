@@ -23,7 +23,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 from sqlalchemy import Engine, update
 
-from wop_langgraph.nodes._context import CONTEXT_KEY, NODE_FAILED_CHANNEL, RunContext
+from wop_langgraph.nodes._context import CONTEXT_KEY, NODE_FAILED_CHANNEL, NODE_OUTPUTS_CHANNEL, RunContext
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
@@ -128,7 +128,11 @@ class GraphDriver:
                 NewEvent("node.failed", {"nodeId": name, "error": failed[name], "attempts": 1}, node_id=name)
             )
         elif not chunk.get("interrupts"):
-            self._append(NewEvent("node.completed", {"nodeId": name}, node_id=name))
+            completed: dict[str, Any] = {"nodeId": name}
+            outputs = (chunk.get("result") or {}).get(NODE_OUTPUTS_CHANNEL)
+            if isinstance(outputs, dict) and isinstance(outputs.get(name), dict):
+                completed["outputs"] = jsonable(outputs[name])
+            self._append(NewEvent("node.completed", completed, node_id=name))
         return None
 
     def _settle(self, config: RunnableConfig) -> None:

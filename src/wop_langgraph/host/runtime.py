@@ -176,6 +176,7 @@ class WopHost:
             )
             append_events(conn, run_id, [NewEvent("run.started", started)], now=now)
         self._drive(run_id, first_input=inputs if inputs is not None else {})
+        self._settle_links(run_id)
         return self.snapshot(run_id)
 
     def snapshot(self, run_id: str) -> dict[str, Any]:
@@ -249,6 +250,7 @@ class WopHost:
             if principal is not None:
                 payload["cancelledBy"] = principal.subject_id  # a string in runCancelled
             append_events(conn, run_id, [NewEvent("run.cancelled", payload)], now=now)
+        self._settle_links(run_id)
         return {"runId": run_id, "status": "cancelled"}
 
     # -- interrupts -------------------------------------------------------------------------
@@ -268,9 +270,11 @@ class WopHost:
         Returns ``{runId, nodeId, status}`` with the run's status afterwards. See
         :class:`~wop_langgraph.host.resolver.Resolver` for the contract.
         """
-        return self._resolver.resolve(
+        result = self._resolver.resolve(
             run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
         )
+        self._settle_links(run_id)
+        return result
 
     def sweep(self, now: datetime | None = None) -> int:
         """Time out every pending interrupt whose deadline passed; returns how many.
@@ -296,6 +300,12 @@ class WopHost:
         return driven
 
     # -- internals --------------------------------------------------------------------------
+
+    def _settle_links(self, run_id: str) -> None:
+        """Carry the run's end across core.subWorkflow parent/child links (definitions/subworkflow.py)."""
+        from wop_langgraph.definitions.subworkflow import settle_links
+
+        settle_links(self, run_id)
 
     def _drive(self, run_id: str, first_input: Any = None) -> None:
         """Run the graph while this process holds the run's lock and there is work to do."""

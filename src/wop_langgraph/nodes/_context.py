@@ -21,6 +21,7 @@ from wop_langgraph.protocol.errors import WopError
 __all__ = [
     "CONTEXT_KEY",
     "NODE_FAILED_CHANNEL",
+    "NODE_OUTPUTS_CHANNEL",
     "NODE_PATH_SEPARATOR",
     "NodeCall",
     "RunContext",
@@ -35,6 +36,9 @@ CONTEXT_KEY = "__wop_context"
 #: State channel a node writes ``{nodeId: errorObject}`` to when it failed but the run goes on
 #: (a definition's ``any_failed`` / ``all_complete`` edge): the host records ``node.failed``.
 NODE_FAILED_CHANNEL = "__wop_node_failed"
+
+#: State channel a node writes ``{nodeId: outputs}`` to: the host records them on ``node.completed``.
+NODE_OUTPUTS_CHANNEL = "__wop_outputs"
 
 
 @dataclass(frozen=True)
