@@ -19,6 +19,8 @@ Where each behaviour comes from (OpenWOP spec repository, openwop/openwop):
   ``inputs.delayMs``, its outputs are exactly its resolved inputs).
 - ``core.conformance.side-effect``: conformance-replay-side-effect.json (a reserved type the host
   classifies as side-effecting; its effect itself is irrelevant).
+- ``core.subWorkflow``: spec/v2/core/execution.md §subWorkflow (definitions/subworkflow.py; bound
+  to the host by ``load_definitions`` / ``register_definition``).
 - ``core.conformance.mock-agent``: conformance-agent-low-confidence.json (``config.mockDecision``
   ``{decision, confidence}`` emitted as ``agent.decided`` by ``node.agent.agentId``; below the
   run's threshold it suspends ``low-confidence``).

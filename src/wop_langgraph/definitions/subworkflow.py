@@ -208,6 +208,8 @@ def settle_links(host: WopHost, run_id: str) -> None:
     waits on a child that already ended is resolved too (whichever side settles last does it);
     a cancelled parent cancels its children that propagate cancellation.
     """
+    if not any(_child_workflows(host, w) for w in host.registry.definition_ids()):
+        return  # no parent/child links on this host: nothing to read
     snapshot = host.snapshot(run_id)
     if snapshot["status"] == "cancelled":
         children = _child_workflows(host, snapshot["workflowId"])
