@@ -106,8 +106,8 @@ def test_a_join_waits_for_every_source_and_runs_once(host: WopHost) -> None:
     run_id, snapshot = run(host, doc)
     assert snapshot["status"] == "completed"
     assert RAN == ["a", "b", "c", "d"]
-    started = [p["nodeId"] for p in payloads(events(host, run_id), "node.started")]
-    assert started == ["a", "b", "c", "d"]
+    started = [(p["nodeId"], p["typeId"]) for p in payloads(events(host, run_id), "node.started")]
+    assert started == [(n, "test.record") for n in "abcd"]
 
 
 def test_any_failed_edge_absorbs_a_failure_and_the_run_completes(host: WopHost) -> None:

@@ -21,7 +21,13 @@ from langgraph.types import Command
 from wop_langgraph.definitions.model import NodeSpec, Plan, read_definition
 from wop_langgraph.definitions.node_types import NodeInvocation, NodeType, NodeTypeRegistry
 from wop_langgraph.definitions.schedule import initial_schedule, settle
-from wop_langgraph.nodes._context import NODE_FAILED_CHANNEL, NODE_OUTPUTS_CHANNEL, current_call, stable_id
+from wop_langgraph.nodes._context import (
+    NODE_FAILED_CHANNEL,
+    NODE_OUTPUTS_CHANNEL,
+    NODE_TYPE_METADATA,
+    current_call,
+    stable_id,
+)
 from wop_langgraph.protocol.errors import ValidationError, WopError
 
 __all__ = ["OUTPUTS_CHANNEL", "SCHEDULE_CHANNEL", "CompiledDefinition", "compile_definition"]
@@ -64,7 +70,9 @@ def compile_definition(document: Any, node_types: NodeTypeRegistry) -> CompiledD
             check(spec)
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(_state_schema(plan))
     for node_id, spec in plan.nodes.items():
-        builder.add_node(node_id, _node_function(plan, spec, types[node_id]))
+        builder.add_node(
+            node_id, _node_function(plan, spec, types[node_id]), metadata={NODE_TYPE_METADATA: spec.type_id}
+        )
     builder.add_edge(START, plan.roots[0])
     requires: dict[str, Mapping[str, str]] = {}
     for node_id, node_type in types.items():

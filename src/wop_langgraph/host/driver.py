@@ -23,7 +23,13 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 from sqlalchemy import Engine, update
 
-from wop_langgraph.nodes._context import CONTEXT_KEY, NODE_FAILED_CHANNEL, NODE_OUTPUTS_CHANNEL, RunContext
+from wop_langgraph.nodes._context import (
+    CONTEXT_KEY,
+    NODE_FAILED_CHANNEL,
+    NODE_OUTPUTS_CHANNEL,
+    NODE_TYPE_METADATA,
+    RunContext,
+)
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
@@ -114,7 +120,7 @@ class GraphDriver:
                 payload = {"nodeId": name, "interruptId": record.interrupt_id}
                 self._append(NewEvent("node.resumed", payload, node_id=name))
             else:
-                payload = {"nodeId": name, "typeId": NODE_TYPE_ID}
+                payload = {"nodeId": name, "typeId": self._type_id(name)}
                 self._append(NewEvent("node.started", payload, node_id=name))
             return None
         if chunk["error"] is not None:
@@ -134,6 +140,12 @@ class GraphDriver:
                 completed["outputs"] = jsonable(outputs[name])
             self._append(NewEvent("node.completed", completed, node_id=name))
         return None
+
+    def _type_id(self, name: str) -> str:
+        """The node's OpenWOP ``typeId`` when its graph names one (definitions), else ours."""
+        metadata = getattr(self.graph.nodes.get(name), "metadata", None) or {}
+        type_id = metadata.get(NODE_TYPE_METADATA)
+        return type_id if isinstance(type_id, str) else NODE_TYPE_ID
 
     def _settle(self, config: RunnableConfig) -> None:
         """Set the run's status from the saved state: waiting on an interrupt, or completed."""
