@@ -19,6 +19,7 @@ from openwop_client import OpenwopClient, WopError
 from openwop_client.types import CreateRunRequest, ResolveInterruptRequest
 from sqlalchemy import create_engine, select
 
+from tests.conftest import create_postgres_database, drop_postgres_database
 from tests.official import official_errors, validate_event
 from tests.server.process import served
 from wop_langgraph.protocol.ids import project_id
@@ -91,11 +92,19 @@ def refused(call: Callable[[], object], status: int, code: str) -> dict[str, Any
     return dict(body)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    db_url = f"sqlite:///{tmp_path_factory.mktemp('fixtures') / 'wop.db'}"
-    with served(db_url, sweep=0.3, extra_args=["--definitions", str(FIXTURES)]) as base:
-        yield Server(base, db_url)
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server with the fixtures loaded, over a new SQLite file or a new PostgreSQL database."""
+    if request.param == "sqlite":
+        db_url = f"sqlite:///{tmp_path_factory.mktemp('fixtures') / 'wop.db'}"
+    else:
+        db_url = create_postgres_database()
+    try:
+        with served(db_url, sweep=0.3, extra_args=["--definitions", str(FIXTURES)]) as base:
+            yield Server(base, db_url)
+    finally:
+        if request.param == "postgres":
+            drop_postgres_database(db_url)
 
 
 @pytest.fixture(scope="module")
