@@ -105,6 +105,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
             report = host.load_definitions(args.definitions)
         except FileNotFoundError as exc:
             print(f"wop-langgraph serve: {exc}", file=sys.stderr)
+            host.saver.close()
             return 2
         for name, reason in sorted(report.refused.items()):
             print(f"wop-langgraph serve: refused {name}: {reason}", file=sys.stderr)
