@@ -276,3 +276,21 @@ def test_registry_refuses_duplicates_and_unknown_capabilities() -> None:
     assert "core.dispatch" not in registry
     with pytest.raises(UnknownNodeType, match="multi-agent"):
         registry.get("core.dispatch")
+
+
+def test_a_credential_node_type_is_refused_at_create_run_without_credentials(make_host: HostFactory) -> None:
+    registry = types()
+    registry.register(NodeType("vendor.acme.connect", _record, requires=frozenset({"credential"})))
+    doc = definition("connect", [node("link", "vendor.acme.connect")], [])
+    plain = make_host()
+    register_definition(plain, doc, registry)
+    with pytest.raises(CapabilityRequired) as caught:
+        plain.create_run("connect", {}, owner=ALICE)
+    assert caught.value.details == {
+        "requiredCapability": "oauth.credentialInterrupt",
+        "offendingTypeId": "vendor.acme.connect",
+        "nodeId": "link",
+    }
+    enabled = make_host(credentials=True)
+    register_definition(enabled, doc, registry)
+    assert enabled.create_run("connect", {}, owner=ALICE)["status"] == "completed"
