@@ -294,3 +294,20 @@ def test_a_credential_node_type_is_refused_at_create_run_without_credentials(mak
     enabled = make_host(credentials=True)
     register_definition(enabled, doc, registry)
     assert enabled.create_run("connect", {}, owner=ALICE)["status"] == "completed"
+
+
+def test_an_unexpected_exception_is_recorded_without_its_text(host: WopHost) -> None:
+    def leaky(invocation: NodeInvocation) -> Mapping[str, Any]:
+        raise RuntimeError("password=hunter2")
+
+    registry = types()
+    registry.register(NodeType("test.leaky", leaky))
+    doc = definition("leaky", [node("a", "test.leaky"), node("h")], [edge("a", "h", "any_failed")])
+    register_definition(host, doc, registry)
+    run_id = host.create_run("leaky", {}, owner=ALICE)["runId"]
+    (failed,) = payloads(events(host, run_id), "node.failed")
+    assert failed["error"] == {
+        "code": "internal_error",
+        "message": "the node raised RuntimeError",
+        "retryable": False,
+    }

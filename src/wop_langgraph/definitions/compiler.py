@@ -179,4 +179,5 @@ def _record_skips(skipped: tuple[tuple[str, str], ...]) -> None:
 def _error_object(exc: Exception) -> dict[str, Any]:
     if isinstance(exc, WopError):
         return exc.error_object()
-    return {"code": "internal_error", "message": str(exc) or type(exc).__name__, "retryable": False}
+    # An unexpected exception's text may carry internals: the event names only its type.
+    return {"code": "internal_error", "message": f"the node raised {type(exc).__name__}", "retryable": False}
