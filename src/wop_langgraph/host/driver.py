@@ -31,7 +31,13 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 from sqlalchemy import Connection, Engine, case, select, update
 
-from wop_langgraph.nodes._context import CONTEXT_KEY, RunContext
+from wop_langgraph.nodes._context import (
+    CONTEXT_KEY,
+    NODE_FAILED_CHANNEL,
+    NODE_OUTPUTS_CHANNEL,
+    NODE_TYPE_METADATA,
+    RunContext,
+)
 from wop_langgraph.nodes._suspend import Delivery
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.protocol.payloads import InterruptKind
@@ -246,25 +252,38 @@ class GraphDriver:
                 payload = {"nodeId": name, "interruptId": record.interrupt_id}
                 self._append_once(NewEvent("node.resumed", payload, node_id=name), task_id)
             else:
-                payload = {"nodeId": name, "typeId": NODE_TYPE_ID}
+                payload = {"nodeId": name, "typeId": self._type_id(name)}
                 self._append_once(NewEvent("node.started", payload, node_id=name), task_id)
             return None
         if chunk["error"] is not None:
             error = chunk["error"]
             obj = error_object(error) if isinstance(error, BaseException) else _text_error(error)
-            event = NewEvent("node.failed", {"nodeId": name, "error": obj, "attempts": 1}, node_id=name)
-            self._append_once(event, task_id)
+            self._append_once(_node_failed(name, obj), task_id)
             return name
         if chunk.get("interrupts"):
             return None
-        if task_id in self.context.routed_rejections:
+        result = chunk.get("result") or {}
+        failed = result.get(NODE_FAILED_CHANNEL) if isinstance(result, Mapping) else None
+        if isinstance(failed, dict) and name in failed:  # failed, and an edge admitting failure goes on
+            event = _node_failed(name, failed[name])
+        elif task_id in self.context.routed_rejections:
             # A rejected gate that continues on its route is still a failed source (interrupt.md).
             obj = {"code": "approval_rejected", "message": "the approval was rejected", "retryable": False}
-            event = NewEvent("node.failed", {"nodeId": name, "error": obj, "attempts": 1}, node_id=name)
+            event = _node_failed(name, obj)
         else:
-            event = NewEvent("node.completed", {"nodeId": name}, node_id=name)
+            completed: dict[str, Any] = {"nodeId": name}
+            outputs = result.get(NODE_OUTPUTS_CHANNEL) if isinstance(result, Mapping) else None
+            if isinstance(outputs, dict) and isinstance(outputs.get(name), dict):
+                completed["outputs"] = jsonable(outputs[name])
+            event = NewEvent("node.completed", completed, node_id=name)
         self._append_once(event, task_id)
         return None
+
+    def _type_id(self, name: str) -> str:
+        """The node's OpenWOP ``typeId`` when its graph names one (definitions), else ours."""
+        metadata = getattr(self.graph.nodes.get(name), "metadata", None) or {}
+        type_id = metadata.get(NODE_TYPE_METADATA)
+        return type_id if isinstance(type_id, str) else NODE_TYPE_ID
 
     def _append_once(self, event: NewEvent, task_id: str) -> None:
         """Append a task event unless a pass before a crash already did (same task, same type)."""
@@ -382,6 +401,10 @@ class GraphDriver:
 def resume_command(delivered: list[InterruptRecord], values: Mapping[str, Any]) -> Command[Any]:
     """The strict ``Command(resume={langgraph_interrupt_id: delivery})`` for these interrupts."""
     return Command(resume={r.lg_interrupt_id: values[r.interrupt_id] for r in delivered})
+
+
+def _node_failed(name: str, error: dict[str, Any]) -> NewEvent:
+    return NewEvent("node.failed", {"nodeId": name, "error": error, "attempts": 1}, node_id=name)
 
 
 def _dequeue(conn: Connection, claim: Claim) -> None:
