@@ -34,8 +34,8 @@ __all__ = [
     "Intent",
     "MintedToken",
     "SigningKeys",
-    "is_approver",
     "TokenClaims",
+    "is_approver",
     "mint",
     "require_intent",
     "verify",
@@ -58,7 +58,7 @@ _B64URL = re.compile(r"[A-Za-z0-9_-]+")
 _MAC_LENGTH: Final = 43  # base64url of 32 bytes, without padding
 _EXPIRES_AT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z", re.ASCII)
 _PAYLOAD_MEMBERS: Final = frozenset({"runId", "nodeId", "interruptId", "expiresAt", "intent", "nonce"})
-_OPTIONAL_MEMBERS: Final = frozenset({"approver"})
+_ALL_MEMBERS: Final = _PAYLOAD_MEMBERS | {"approver"}
 _NONCE = re.compile(r"[A-Za-z0-9_-]{22,64}")
 _NONCE_BYTES: Final = 16
 # The subjectId grammar (no whitespace, no '/'), minus control characters and lone surrogates,
@@ -337,7 +337,7 @@ def _decode_payload(payload: str, kid: str) -> TokenClaims:
         body = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     except (binascii.Error, ValueError, RecursionError) as exc:
         raise _invalid("payload", "the token's payload is not base64url-encoded JSON") from exc
-    if not isinstance(body, dict) or not _PAYLOAD_MEMBERS <= body.keys() <= _PAYLOAD_MEMBERS | _OPTIONAL_MEMBERS:
+    if not isinstance(body, dict) or not _PAYLOAD_MEMBERS <= body.keys() <= _ALL_MEMBERS:
         raise _invalid("payload", "the token's payload does not have exactly the expected members")
     run_id, node_id, interrupt_id = body["runId"], body["nodeId"], body["interruptId"]
     expires_text, intent, nonce = body["expiresAt"], body["intent"], body["nonce"]
