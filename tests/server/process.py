@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.server.conftest import API_KEYS, SIGNING_KEYS
+from tests.server.conftest import API_KEYS, PUBLIC_URL, SIGNING_KEYS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,6 +43,7 @@ def served(
         "WOP_SIGNING_KEYS": SIGNING_KEYS,
         "WOP_API_KEYS": API_KEYS,
         "WOP_SWEEP_INTERVAL_SECONDS": str(sweep),
+        "WOP_PUBLIC_URL": PUBLIC_URL,
     }
     command = [
         sys.executable,

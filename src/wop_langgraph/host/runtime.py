@@ -87,6 +87,7 @@ class WopHost:
         self.engine: Engine = saver.engine
         self.registry = GraphRegistry(saver)
         self._locks = RunLocks(self.engine)
+        self.membership = membership  # read by the server to check a link's approver at mint
         self._resolver = Resolver(self, membership)
 
     @classmethod
