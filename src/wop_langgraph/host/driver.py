@@ -23,6 +23,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 from sqlalchemy import Engine, update
 
+from wop_langgraph.host.errors_public import public_error
 from wop_langgraph.nodes._context import CONTEXT_KEY, RunContext
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.protocol.payloads import InterruptKind
@@ -119,7 +120,7 @@ class GraphDriver:
             return None
         if chunk["error"] is not None:
             error = chunk["error"]
-            obj = error_object(error) if isinstance(error, BaseException) else _text_error(error)
+            obj = public_error(error, run_id=self.context.run_id, node_id=name)
             self._append(NewEvent("node.failed", {"nodeId": name, "error": obj, "attempts": 1}, node_id=name))
             return name
         if not chunk.get("interrupts"):
@@ -159,7 +160,7 @@ class GraphDriver:
             self._finish(conn, "completed", now, outputs=outputs)
 
     def _fail(self, exc: BaseException, failed_node: str | None) -> None:
-        error = error_object(exc)
+        error = public_error(exc, run_id=self.context.run_id, node_id=failed_node)
         with self.engine.begin() as conn:
             self._finish(conn, "failed", self.clock(), error=error, failed_node=failed_node)
 
