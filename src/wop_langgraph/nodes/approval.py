@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -17,6 +19,10 @@ from wop_langgraph.protocol.errors import ApprovalRejected
 __all__ = ["ApprovalDecision", "request_approval"]
 
 DEFAULT_ACTIONS = ("accept", "reject")
+
+_log = logging.getLogger("wop_langgraph.nodes.approval")
+_warned_nodes: set[str] = set()
+_warned_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -68,8 +74,14 @@ def request_approval(
     A rejection (or a timeout, which always rejects) raises :class:`ApprovalRejected`
     (``approval_rejected``, never retried), unless the host registered a rejection route for
     this node, in which case the run continues at that node.
+
+    ``on_timeout="approve"`` is emitted as ``"reject"``: a host MUST treat it so and SHOULD NOT
+    emit it (interrupt.md); a warning is logged once per node id and process.
     """
     call = current_call()
+    if on_timeout == "approve":
+        on_timeout = "reject"
+        _warn_once(call.node_id)
     data: dict[str, Any] = {
         "artifactId": artifact_id,
         "artifactType": artifact_type,
@@ -110,4 +122,16 @@ def request_approval(
         refine_feedback=resolution.get("refineFeedback"),
         edited_artifact_data=resolution.get("editedArtifactData"),
         resume_value=delivery.resume_value,
+    )
+
+
+def _warn_once(node_id: str) -> None:
+    with _warned_lock:
+        if node_id in _warned_nodes:
+            return
+        _warned_nodes.add(node_id)
+    _log.warning(
+        "request_approval(on_timeout='approve') at node %r: a timeout never grants, so the gate is "
+        "emitted with onTimeout 'reject' (pass on_timeout='reject' to silence this)",
+        node_id,
     )
