@@ -9,6 +9,7 @@ carry a message meant for clients and are passed through.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 from typing import Any, Final
@@ -54,10 +55,9 @@ def _correlation_id(error: object, *, run_id: str | None, node_id: str | None) -
     if isinstance(known, str):
         return known
     correlation_id = secrets.token_hex(8)
-    try:
+    # A value without a __dict__ (a bare string) cannot keep its id: it is logged again if seen again.
+    with contextlib.suppress(AttributeError, TypeError):
         setattr(error, _CORRELATION_ATTRIBUTE, correlation_id)
-    except (AttributeError, TypeError):
-        pass  # an exception without a __dict__ (or a bare value): logged again if seen again
     exc_info = error if isinstance(error, BaseException) else None
     _log.error(
         "run %s node %s failed (correlationId %s): %r",
