@@ -19,18 +19,18 @@ import enum
 import hashlib
 import json
 import threading
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphRecursionError, UnknownInterruptError
+from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 from sqlalchemy import Connection, Engine, case, select, update
 
+from wop_langgraph.host.errors_public import public_error
 from wop_langgraph.nodes._context import (
     CONTEXT_KEY,
     NODE_FAILED_CHANNEL,
@@ -39,7 +39,6 @@ from wop_langgraph.nodes._context import (
     RunContext,
 )
 from wop_langgraph.nodes._suspend import Delivery
-from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events
@@ -70,20 +69,6 @@ def jsonable(value: Any) -> Any:
         return str(obj)
 
     return json.loads(json.dumps(value, default=default))
-
-
-def error_object(exc: BaseException) -> dict[str, Any]:
-    """The OpenWOP error object for an exception raised by a node or the graph."""
-    if isinstance(exc, WopError):
-        return exc.error_object()
-    if isinstance(exc, GraphRecursionError):
-        return {
-            "code": "recursion_limit_exceeded",
-            "message": str(exc) or "recursion limit",
-            "retryable": False,
-        }
-    message = "".join(traceback.format_exception_only(type(exc), exc)).strip() or type(exc).__name__
-    return {"code": "internal_error", "message": message, "retryable": False}
 
 
 class Pass(enum.Enum):
@@ -184,7 +169,12 @@ class GraphDriver:
             return self._stopped(claim)
         if failure is not None:
             error, failed_node = failure
-            self._finish(claim, "failed", error=error_object(error), failed_node=failed_node)
+            self._finish(
+                claim,
+                "failed",
+                error=public_error(error, run_id=self.run_id, node_id=failed_node),
+                failed_node=failed_node,
+            )
             return Pass.IDLE
         return self._settle(claim, config)
 
@@ -257,7 +247,7 @@ class GraphDriver:
             return None
         if chunk["error"] is not None:
             error = chunk["error"]
-            obj = error_object(error) if isinstance(error, BaseException) else _text_error(error)
+            obj = public_error(error, run_id=self.run_id, node_id=name)
             self._append_once(_node_failed(name, obj), task_id)
             return name
         if chunk.get("interrupts"):
@@ -436,10 +426,6 @@ def _run_coroutine(coro: Any) -> Any:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="wop-async-drive") as pool:
         return pool.submit(asyncio.run, coro).result()
-
-
-def _text_error(error: Any) -> dict[str, Any]:
-    return {"code": "internal_error", "message": str(error) or "node failed", "retryable": False}
 
 
 def _stuck_error(next_nodes: tuple[str, ...]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from wop_langgraph._clock import utcnow
 from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.nodes._context import node_path
 from wop_langgraph.nodes._suspend import ENVELOPE_MARK
+from wop_langgraph.protocol.event_payloads import node_suspended_extensions
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.events import NewEvent, append_events
@@ -121,6 +122,7 @@ class InterruptRecorder:
                 "kind": kind,
                 "reason": suspend_reason(kind),
                 "key": key,
+                **node_suspended_extensions(kind, payload["data"]),
             },
         )
         events = [suspended, NewEvent(type="interrupt.requested", node_id=node_id, payload=payload)]

@@ -90,6 +90,7 @@ class WopHost:
         self._resolver = Resolver(
             ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued)
         )
+        self.membership = membership  # read by the server to check a link's approver at mint
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> WopHost:
