@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
+from wop_langgraph.adapters import normalize_resume
 from wop_langgraph.host.driver import TERMINAL_STATUSES
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
@@ -153,6 +154,7 @@ class Resolver:
         target = self._target(run_id, node_id, key)
         payload = target.payload
         require_json(resume_value, "/resumeValue")
+        resume_value = normalize_resume(payload, resume_value)
         parsed = check_resume_value(payload, resume_value, received_at=host.clock())
         now = host.clock()
         if parsed is not None:

@@ -19,6 +19,7 @@ from langgraph.pregel import Pregel
 from sqlalchemy import Engine, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
+from wop_langgraph.adapters import is_bare, to_node_value
 from wop_langgraph.host.driver import TERMINAL_STATUSES, GraphDriver, jsonable, resume_command
 from wop_langgraph.host.locks import RunLocks
 from wop_langgraph.host.principal import MembershipResolver, Principal
@@ -311,7 +312,7 @@ class WopHost:
             recursion_limit=_run_option(row.configurable, "recursionLimit"),
         )
         if graph_input is None:
-            values = {r.interrupt_id: _delivery(r).as_value() for r in undelivered}
+            values = {r.interrupt_id: _node_value(r) for r in undelivered}
             graph_input = resume_command(undelivered, values)
         try:
             driver.run(graph_input, undelivered)
@@ -367,6 +368,13 @@ def _run_option(configurable: Any, name: str) -> Any:
         return None
     section = configurable.get("run")
     return section.get(name) if isinstance(section, dict) else None
+
+
+def _node_value(record: InterruptRecord) -> Any:
+    """What the node's ``interrupt()`` returns: a bare interrupt gets its native value."""
+    if is_bare(record.payload):
+        return to_node_value(record.payload, record.resolution or {}, record.resume_value)
+    return _delivery(record).as_value()
 
 
 def _delivery(record: InterruptRecord) -> Delivery:
