@@ -34,7 +34,11 @@ def test_suspends_as_an_approval_whose_actions_follow_the_config(host: WopHost) 
     [
         ({"action": "accept"}, {"outcome": "sent", "sent": INPUTS}, "granted"),
         ([{"type": "accept", "args": None}], {"outcome": "sent", "sent": INPUTS}, "granted"),
-        ({"action": "edit-accept", "editedArtifactData": EDITED}, {"outcome": "sent-edited", "sent": EDITED}, "granted"),
+        (
+            {"action": "edit-accept", "editedArtifactData": EDITED},
+            {"outcome": "sent-edited", "sent": EDITED},
+            "granted",
+        ),
         (
             [{"type": "edit", "args": {"action": "send_email", "args": EDITED}}],
             {"outcome": "sent-edited", "sent": EDITED},
@@ -70,7 +74,12 @@ def test_a_config_without_edit_refuses_an_edit(host: WopHost) -> None:
     def review(state: dict[str, Any]) -> dict[str, Any]:
         request = {
             "action_request": {"action": "deploy", "args": {"env": "prod"}},
-            "config": {"allow_accept": True, "allow_edit": False, "allow_respond": False, "allow_ignore": True},
+            "config": {
+                "allow_accept": True,
+                "allow_edit": False,
+                "allow_respond": False,
+                "allow_ignore": True,
+            },
             "description": None,
         }
         return {"response": interrupt([request])}

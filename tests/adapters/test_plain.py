@@ -21,7 +21,9 @@ def test_a_trip_asks_three_ways_and_gets_back_what_command_resume_would_give(hos
     assert snapshot["status"] == "waiting-input"
     where = only_pending(host, run_id, "where")
     assert where.payload["data"] == {
-        "questions": [{"id": "answer", "question": "Which city are you flying to?", "schema": {"type": "string"}}],
+        "questions": [
+            {"id": "answer", "question": "Which city are you flying to?", "schema": {"type": "string"}}
+        ],
         "contextType": "langgraph.interrupt",
     }
     assert host.resolve(run_id, "where", "Lisbon", ALICE)["status"] == "waiting-input"  # the native answer
@@ -35,13 +37,20 @@ def test_a_trip_asks_three_ways_and_gets_back_what_command_resume_would_give(hos
 
     extras = only_pending(host, run_id, "extras")
     assert extras.kind == "custom"
-    assert extras.payload["data"] == {"customKind": "langgraph.interrupt", "payload": {"offer": "lounge access", "price": 40}}
+    assert extras.payload["data"] == {
+        "customKind": "langgraph.interrupt",
+        "payload": {"offer": "lounge access", "price": 40},
+    }
     assert host.snapshot(run_id)["status"] == "waiting-input"
     answer = {"accepted": True, "paid": 40}
     assert host.resolve(run_id, "extras", answer, ALICE)["status"] == "completed"
     assert outputs(host, run_id) == {"city": "Lisbon", "seat": "window", "extras": answer}
     docs = events(host, run_id)
-    assert [p["kind"] for p in payloads(docs, "interrupt.requested")] == ["clarification", "clarification", "custom"]
+    assert [p["kind"] for p in payloads(docs, "interrupt.requested")] == [
+        "clarification",
+        "clarification",
+        "custom",
+    ]
     assert len(payloads(docs, "clarification.requested")) == 2
     resolved = payloads(docs, "interrupt.resolved")
     assert [p["resumeValue"] for p in resolved] == [
@@ -82,7 +91,9 @@ def test_a_response_schema_is_enforced_before_the_claim(host: WopHost) -> None:
         return {"budget": chosen.model_dump()}
 
     def anything(state: Answers) -> dict[str, Any]:
-        return {"raw": interrupt(["a", "list"], response_schema={"type": "array", "items": {"type": "string"}})}
+        return {
+            "raw": interrupt(["a", "list"], response_schema={"type": "array", "items": {"type": "string"}})
+        }
 
     graph = StateGraph(Answers)
     graph.add_node("budget", budget)
@@ -107,5 +118,8 @@ def test_recovery_delivers_the_bare_answer_and_keeps_the_key(make_host: HostFact
     run_id, snapshot = start(host, build_graph(), {})
     key = only_pending(host, run_id).key
     second = resolve_then_recover(make_host, host, snapshot["workflowId"], build_graph(), run_id, "Oslo")
-    assert only_pending(second, run_id, "seat").payload["data"]["questions"][0]["question"] == "Which seat to Oslo?"
+    assert (
+        only_pending(second, run_id, "seat").payload["data"]["questions"][0]["question"]
+        == "Which seat to Oslo?"
+    )
     assert [r.key for r in second.interrupts(run_id)][0] == key == f"{run_id}:where:0:0"

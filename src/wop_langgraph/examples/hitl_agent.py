@@ -85,7 +85,9 @@ def build_agent(
         ]
     )
     gate = {"allowed_decisions": ["approve", "edit", "reject"]}
-    middleware = HumanInTheLoopMiddleware(interrupt_on=interrupt_on or {"send_email": gate, "delete_file": gate})
+    middleware = HumanInTheLoopMiddleware(
+        interrupt_on=interrupt_on or {"send_email": gate, "delete_file": gate}
+    )
     return create_agent(model, tools=[send_email, delete_file], middleware=[middleware])
 
 

@@ -35,7 +35,9 @@ def where(state: TripState) -> dict[str, Any]:
 
 def seat(state: TripState) -> dict[str, Any]:
     """A question with options."""
-    return {"seat": interrupt({"question": f"Which seat to {state['city']}?", "options": ["aisle", "window"]})}
+    return {
+        "seat": interrupt({"question": f"Which seat to {state['city']}?", "options": ["aisle", "window"]})
+    }
 
 
 def extras(state: TripState) -> dict[str, Any]:
