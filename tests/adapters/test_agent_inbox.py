@@ -1,4 +1,4 @@
-"""Agent Inbox ``interrupt([HumanInterrupt])`` under WopHost: an approval; the node gets ``[HumanResponse]``."""
+"""Agent Inbox ``interrupt([HumanInterrupt])`` under WopHost: an approval; the node gets its response."""
 
 from __future__ import annotations
 

@@ -122,4 +122,4 @@ def test_recovery_delivers_the_bare_answer_and_keeps_the_key(make_host: HostFact
         only_pending(second, run_id, "seat").payload["data"]["questions"][0]["question"]
         == "Which seat to Oslo?"
     )
-    assert [r.key for r in second.interrupts(run_id)][0] == key == f"{run_id}:where:0:0"
+    assert next(r.key for r in second.interrupts(run_id)) == key == f"{run_id}:where:0:0"

@@ -21,7 +21,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.pregel import Pregel
 
-__all__ = ["WORKFLOW_ID", "SENT", "ScriptedToolModel", "build_agent", "workflows"]
+__all__ = ["SENT", "WORKFLOW_ID", "ScriptedToolModel", "build_agent", "workflows"]
 
 WORKFLOW_ID = "hitl-agent"
 #: What the tools did, in order (the example's observable side effect).
