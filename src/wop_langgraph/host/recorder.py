@@ -58,6 +58,8 @@ class InterruptRecorder:
                     self._record_one(conn, batch, item)
 
     def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
+        if _is_call_copy(batch, item.value):
+            return
         run_id = batch.thread_id
         # One narrow read of the run's interrupts answers every question below (replay? same
         # execution? visit index? free key?); the insert's conflict loop covers concurrent writers.
@@ -135,6 +137,17 @@ class InterruptRecorder:
                 status=waiting_status_for(cast(InterruptKind, kind)), current_node_id=node_id, updated_at=now
             )
         )
+
+
+def _is_call_copy(batch: WriteBatch, value: Any) -> bool:
+    """A bare interrupt written by a functional-API call task (``@task`` called from a node).
+
+    LangGraph writes the same interrupt to the calling node's task too, in no fixed order;
+    recording only that copy gives a bare interrupt the same node and key on every run.
+    """
+    enveloped = isinstance(value, dict) and value.get(ENVELOPE_MARK) == 1
+    path = batch.task_path
+    return not enveloped and path.startswith("~__pregel_push") and "~__pregel_pull" in path
 
 
 def _unwrap(batch: WriteBatch, item: Interrupt) -> tuple[str, str, dict[str, Any]]:
