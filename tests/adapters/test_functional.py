@@ -114,7 +114,7 @@ ANSWERS: list[tuple[str, str, Any, Any]] = [
 
 def test_every_node_call_and_adapter_works_in_tasks_with_stable_keys(make_host: HostFactory) -> None:
     host = make_host(conversations=True, credentials=True)
-    run_id, snapshot = start(host, workflow, {})
+    run_id, _snapshot = start(host, workflow, {})
     seen: list[tuple[str, str]] = []
     for kind, node_id, bad, value in ANSWERS:
         (pending,) = host.pending_interrupts(run_id)
