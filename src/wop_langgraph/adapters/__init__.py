@@ -12,7 +12,7 @@ full contract. The host asks these pure functions three things:
 
 The shapes, tried in order: :mod:`.agent_inbox` (``[HumanInterrupt]``), :mod:`.hitl_middleware`
 (LangChain's ``HumanInTheLoopMiddleware``), :mod:`.plain` (a question, else ``custom``). The
-Functional API (``@entrypoint`` / ``@task``) needs no adapter: see :mod:`.functional`.
+Functional API (``@entrypoint`` / ``@task``): :mod:`.functional`.
 """
 
 from __future__ import annotations

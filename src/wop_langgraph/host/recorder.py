@@ -18,6 +18,7 @@ from sqlalchemy import Connection, select, update
 
 from wop_langgraph._clock import utcnow
 from wop_langgraph.adapters import payload_for
+from wop_langgraph.adapters.functional import recorded_by_caller
 from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.nodes._context import node_path
 from wop_langgraph.nodes._suspend import ENVELOPE_MARK
@@ -58,7 +59,7 @@ class InterruptRecorder:
                     self._record_one(conn, batch, item)
 
     def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
-        if _is_call_copy(batch, item.value):
+        if recorded_by_caller(batch.task_path, item.value):
             return
         run_id = batch.thread_id
         # One narrow read of the run's interrupts answers every question below (replay? same
@@ -137,17 +138,6 @@ class InterruptRecorder:
                 status=waiting_status_for(cast(InterruptKind, kind)), current_node_id=node_id, updated_at=now
             )
         )
-
-
-def _is_call_copy(batch: WriteBatch, value: Any) -> bool:
-    """A bare interrupt written by a functional-API call task (``@task`` called from a node).
-
-    LangGraph writes the same interrupt to the calling node's task too, in no fixed order;
-    recording only that copy gives a bare interrupt the same node and key on every run.
-    """
-    enveloped = isinstance(value, dict) and value.get(ENVELOPE_MARK) == 1
-    path = batch.task_path
-    return not enveloped and path.startswith("~__pregel_push") and "~__pregel_pull" in path
 
 
 def _unwrap(batch: WriteBatch, item: Interrupt) -> tuple[str, str, dict[str, Any]]:
