@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.adapters.test_functional import workflow
-from wop_langgraph.examples import agent_inbox, hitl_agent, plain_interrupt
+from wop_langgraph.examples import agent_inbox, functional_api, hitl_agent, plain_interrupt
 
 WORKFLOWS: dict[str, Any] = {
     agent_inbox.WORKFLOW_ID: agent_inbox.build_graph(),
     hitl_agent.WORKFLOW_ID: hitl_agent.build_agent(),
     plain_interrupt.WORKFLOW_ID: plain_interrupt.build_graph(),
-    "functional": workflow,
+    functional_api.WORKFLOW_ID: functional_api.publish_flow,
 }

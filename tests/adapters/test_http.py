@@ -28,7 +28,7 @@ HTML = {"Accept": "text/html"}
 
 @pytest.fixture
 def base_url(db_url: str) -> Iterator[str]:
-    with served(db_url, target="tests.adapters.graphs:WORKFLOWS", extra_args=["--conversations"]) as base:
+    with served(db_url, target="tests.adapters.graphs:WORKFLOWS") as base:
         yield base
 
 
@@ -176,23 +176,29 @@ def test_plain_interrupt_over_http(base_url: str, alice: OpenwopClient) -> None:
 
 
 def test_functional_api_over_http(base_url: str, alice: OpenwopClient) -> None:
-    run_id = create(alice, "functional", {})
-    wait_for(alice, run_id, "waiting-approval", "workflow.approve")
-    token = mint(base_url, run_id, "workflow.approve")
-    assert "Ship it?" in page(base_url, token)
-    submit(base_url, token, {"action": "accept"})
-    wait_for(alice, run_id, "waiting-input", "workflow.clarify")
-    bad = ResolveInterruptRequest(resumeValue={"answers": {"q1": 3}})
-    refused_unchanged(alice, run_id, lambda: alice.interrupts_resolve_by_run(run_id, "workflow.clarify", bad))
-    alice.interrupts_resolve_by_run(
-        run_id, "workflow.clarify", ResolveInterruptRequest(resumeValue={"answers": {"q1": "red"}})
+    run_id = create(alice, "functional-publish", {"topic": "v2"})
+    wait_for(alice, run_id, "waiting-approval", "publish_flow.review")
+    token = mint(base_url, run_id, "publish_flow.review")
+    assert "We are happy to announce v2." in page(base_url, token)
+    bad = ResolveInterruptRequest(resumeValue={"action": "edit-accept"})
+    refused_unchanged(alice, run_id, lambda: alice.interrupts_resolve_by_token(token, bad))
+    edited = ResolveInterruptRequest(
+        resumeValue={"action": "edit-accept", "editedArtifactData": "v2 is out."}
     )
-    wait_for(alice, run_id, "waiting-external", "workflow.await_event")
+    alice.interrupts_resolve_by_token(token, edited)
+    wait_for(alice, run_id, "waiting-input", "publish_flow")
+    channel = mint(base_url, run_id, "publish_flow")
+    assert "Where should it go?" in page(base_url, channel)
+    refused_unchanged(
+        alice,
+        run_id,
+        lambda: alice.interrupts_resolve_by_run(
+            run_id, "publish_flow", ResolveInterruptRequest(resumeValue="tv")
+        ),
+    )
+    submit(base_url, channel, {"answer.answer": "blog"})
+    assert final_outputs(alice, run_id) == {"text": "v2 is out.", "action": "edit-accept", "channel": "blog"}
     keys = [
         e.payload["key"] for e in alice.runs_poll_events(run_id).events if e.type == "interrupt.requested"
     ]
-    assert keys == [
-        f"{run_id}:workflow.approve:0:0",
-        f"{run_id}:workflow.clarify:0:0",
-        f"{run_id}:workflow.await_event:0:0",
-    ]
+    assert keys == [f"{run_id}:publish_flow.review:0:0", f"{run_id}:publish_flow:0:0"]
