@@ -30,6 +30,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 from sqlalchemy import Connection, Engine, case, select, update
 
+from wop_langgraph.adapters import is_bare, to_node_value
 from wop_langgraph.host.errors_public import public_error
 from wop_langgraph.nodes._context import (
     CONTEXT_KEY,
@@ -145,7 +146,7 @@ class GraphDriver:
             pending = interrupts_of_run(conn, self.run_id, statuses=["pending"])
         config = self._config()
         if undelivered:
-            values = {r.interrupt_id: _delivery(r).as_value() for r in undelivered}
+            values = {r.interrupt_id: _node_value(r) for r in undelivered}
             graph_input: Any = resume_command(undelivered, values)
         elif self.graph.checkpointer.get_tuple(config) is None:  # type: ignore[union-attr]
             graph_input = first_input if first_input is not None else {}
@@ -403,6 +404,13 @@ def _dequeue(conn: Connection, claim: Claim) -> None:
         .where(runs_table.c.run_id == claim.run_id, runs_table.c.lease_owner == claim.owner)
         .values(queued_at=None, lease_owner=None, lease_until=None)
     )
+
+
+def _node_value(record: InterruptRecord) -> Any:
+    """What the node's ``interrupt()`` returns: a bare interrupt gets its native value."""
+    if is_bare(record.payload):
+        return to_node_value(record.payload, record.resolution or {}, record.resume_value)
+    return _delivery(record).as_value()
 
 
 def _delivery(record: InterruptRecord) -> Delivery:

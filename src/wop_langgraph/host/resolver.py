@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from wop_langgraph._clock import as_utc, iso_z
+from wop_langgraph.adapters import normalize_resume
 from wop_langgraph.host.eligibility import check_eligible
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
@@ -172,6 +173,7 @@ class Resolver:
         target = self._target(run_id, node_id, key)
         payload = target.payload
         require_json(resume_value, "/resumeValue")
+        resume_value = normalize_resume(payload, resume_value)
         received = self._s.clock()
         if (
             payload["kind"] == "approval"
