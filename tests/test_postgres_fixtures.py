@@ -75,6 +75,7 @@ def test_fixture_databases_are_empty_and_usable(db_url: str, postgres_url: str) 
 
 def test_pytest_runs_postgres_tests_with_a_url_naming_a_missing_database() -> None:
     env = {**os.environ, conftest.POSTGRES_ENV: _missing_database_url()}
+    env.pop("PYTEST_ADDOPTS", None)  # it could select this very test again, recursively
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [
