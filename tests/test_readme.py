@@ -70,9 +70,11 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _background(command: str, cwd: Path, env: dict[str, str], ready: str) -> Iterator[None]:
-    """Run a shell command until the block ends; wait (bounded) until ``ready`` answers 200."""
-    log = cwd / f"background-{_free_port()}.log"
+def _background(command: str, cwd: Path, env: dict[str, str], ready: str, log: Path) -> Iterator[None]:
+    """Run a shell command until the block ends; wait (bounded) until ``ready`` answers 200.
+
+    Its output goes to ``log`` (shown if it exits early).
+    """
     with log.open("w") as sink:
         process = subprocess.Popen(
             ["bash", "-c", command], cwd=cwd, env=env, start_new_session=True, stdout=sink, stderr=sink
@@ -97,7 +99,6 @@ def _background(command: str, cwd: Path, env: dict[str, str], ready: str) -> Ite
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-        log.unlink(missing_ok=True)
 
 
 # -- agent developers ---------------------------------------------------------------------------
@@ -154,7 +155,8 @@ def test_the_chat_example_in_two_terminals(tmp_path: Path) -> None:
     port = str(_free_port())  # the documented 8001 may be taken on a shared machine
     env = _env()
     terminal_1 = "\n".join([*exports, "exec " + serve.replace("8001", port)])
-    with _background(terminal_1, tmp_path, env, f"http://127.0.0.1:{port}/.well-known/openwop"):
+    ready = f"http://127.0.0.1:{port}/.well-known/openwop"
+    with _background(terminal_1, tmp_path, env, ready, tmp_path / "serve.log"):
         argv = shlex.split(chat.replace("8001", port))
         proc = subprocess.run(
             argv,
@@ -194,7 +196,8 @@ def test_jupyter_lab_opens_the_notebooks(tmp_path: Path) -> None:
     if os.geteuid() == 0:
         flags += " --allow-root"  # as the README says for root (CI containers)
     base = f"http://127.0.0.1:{port}"
-    with _background(f"exec {command} {flags}", REPO, _jupyter_env(tmp_path), f"{base}/api?token={token}"):
+    env = _jupyter_env(tmp_path)
+    with _background(f"exec {command} {flags}", REPO, env, f"{base}/api?token={token}", tmp_path / "lab.log"):
         listing = httpx.get(f"{base}/api/contents?token={token}", timeout=30).json()
         lab = httpx.get(f"{base}/lab?token={token}", timeout=30)
     names = {item["name"] for item in listing["content"]}
