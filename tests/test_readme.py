@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -93,12 +93,18 @@ def _background(command: str, cwd: Path, env: dict[str, str], ready: str, log: P
             time.sleep(0.2)
         yield
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        _signal_group(process.pid, signal.SIGTERM)
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            _signal_group(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def _signal_group(pid: int, signum: int) -> None:
+    # It may have exited already (the caller reports an early exit).
+    with suppress(ProcessLookupError):
+        os.killpg(pid, signum)
 
 
 # -- agent developers ---------------------------------------------------------------------------
