@@ -16,9 +16,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from wop_langgraph.targets import load_workflows
-
 from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
+from wop_langgraph.targets import load_workflows
 
 __all__ = ["DESCRIPTION", "build_parser", "load_workflows", "serve_main"]
 
