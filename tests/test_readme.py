@@ -119,6 +119,12 @@ def test_quickstart(tmp_path: Path) -> None:
     assert (tmp_path / "runs.db").exists()
 
 
+def test_async_nodes(tmp_path: Path) -> None:
+    out = run_example(python_example("async_review.py"), tmp_path)
+    assert out == ["waiting-approval", "completed"]
+    assert (tmp_path / "async-runs.db").exists()
+
+
 def test_node_call_shapes(tmp_path: Path) -> None:
     out = run_example(python_example("node_calls.py"), tmp_path)
     assert out == ["waiting-input clarify", "waiting-external", "completed"]
