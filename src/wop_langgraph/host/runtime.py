@@ -27,7 +27,7 @@ from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
 from wop_langgraph.host.validation import require_json
 from wop_langgraph.host.worker import WorkerPool
-from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
+from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
@@ -342,9 +342,14 @@ class WopHost:
         returned status is the run's once it is at rest again. See
         :class:`~wop_langgraph.host.resolver.Resolver` for the contract.
         """
-        result = self._resolver.resolve(
-            run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
-        )
+        try:
+            result = self._resolver.resolve(
+                run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
+            )
+        except InterruptAlreadyResolved as exc:
+            if wait and (exc.details or {}).get("reason") == "timeout":
+                self.executor.drive_until_idle(run_id)  # the late answer timed the gate out here
+            raise
         if wait and result["status"] == "running":
             self.executor.drive_until_idle(run_id)
             result = {**result, "status": self.snapshot(run_id)["status"]}
