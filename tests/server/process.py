@@ -36,13 +36,32 @@ def served(
 
     ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``).
     """
+    with served_process(db_url, target=target, sweep=sweep, extra_args=extra_args) as (base, _):
+        yield base
+
+
+@contextmanager
+def served_process(
+    db_url: str,
+    *,
+    target: str = "tests.server.graphs:WORKFLOWS",
+    sweep: float = 0,
+    extra_args: Sequence[str] = (),
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Like :func:`served`, also yielding the process (a crash test may SIGKILL it).
+
+    Links are built on the server's own address (``WOP_PUBLIC_URL``), as a deployment would
+    configure its public origin.
+    """
     port = free_port()
+    base = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
         "WOP_SIGNING_KEYS": SIGNING_KEYS,
         "WOP_API_KEYS": API_KEYS,
         "WOP_SWEEP_INTERVAL_SECONDS": str(sweep),
+        "WOP_PUBLIC_URL": base,
     }
     command = [
         sys.executable,
@@ -58,7 +77,6 @@ def served(
         *extra_args,
     ]
     process = subprocess.Popen(command, env=env, cwd=REPO)
-    base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -72,7 +90,7 @@ def served(
             if time.monotonic() > deadline:
                 raise RuntimeError("the server did not start within 60 s")
             time.sleep(0.1)
-        yield base
+        yield base, process
     finally:
         process.terminate()
         try:

@@ -10,9 +10,10 @@ claim, the queue's leases and LangGraph's strict resume, never from memory.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
 from sqlalchemy import Engine, select, update
@@ -26,16 +27,20 @@ from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.host.worker import WorkerPool
-from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
+from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
+from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.events import NewEvent, append_events, read_events
 from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
 from wop_langgraph.store.run_queue import CANCEL_CHANNEL, enqueue, notify, unqueued_stragglers
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
 from wop_langgraph.store.saver import SQLModelSaver
+
+if TYPE_CHECKING:
+    from wop_langgraph.definitions import LoadReport, NodeTypeRegistry
 
 __all__ = ["DEFAULT_ESCALATION_THRESHOLD", "WopHost"]
 
@@ -82,9 +87,12 @@ class WopHost:
         self.ref_kinds = frozenset(ref_kinds)
         self.executor = Executor(self.engine, self.registry, self.options, clock, lease_seconds=lease_seconds)
         self._pool: WorkerPool | None = None
+        signals_for(self.engine)  # appends wake event readers from the first commit on
+        self.executor.after_drive.append(self._settle_links)
         self._resolver = Resolver(
             ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued)
         )
+        self.membership = membership  # read by the server to check a link's approver at mint
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> WopHost:
@@ -153,6 +161,17 @@ class WopHost:
             drives += 1
         return drives
 
+    def load_definitions(
+        self, folder: str | os.PathLike[str], node_types: NodeTypeRegistry | None = None
+    ) -> LoadReport:
+        """Register every ``*.json`` OpenWOP WorkflowDefinition in ``folder``; returns a ``LoadReport``.
+
+        See :func:`wop_langgraph.definitions.load_definitions`.
+        """
+        from wop_langgraph.definitions import load_definitions
+
+        return load_definitions(self, folder, node_types)
+
     # -- runs -------------------------------------------------------------------------------
 
     def create_run(
@@ -172,7 +191,9 @@ class WopHost:
         With ``wait`` (the default) the call returns once the run is at rest: suspended on its
         first interrupt or ended. Without it, the run is ``pending`` until a worker takes it.
         """
-        self.registry.get(workflow_id)
+        self.registry.get(workflow_id).require(
+            conversations=self.options.conversations, credentials=self.options.credentials
+        )
         if configurable is not None:
             self._check_configurable(configurable)
         inputs_doc = jsonable(inputs)
@@ -296,6 +317,7 @@ class WopHost:
             append_events(conn, run_id, [NewEvent("run.cancelled", payload)], now=now, close=True)
             notify(conn, CANCEL_CHANNEL, run_id)
         self.executor.cancel_local(run_id)
+        self._settle_links(run_id)
         if wait:
             self.executor.wait_until_undriven(run_id)
         return {"runId": run_id, "status": "cancelled"}
@@ -320,9 +342,14 @@ class WopHost:
         returned status is the run's once it is at rest again. See
         :class:`~wop_langgraph.host.resolver.Resolver` for the contract.
         """
-        result = self._resolver.resolve(
-            run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
-        )
+        try:
+            result = self._resolver.resolve(
+                run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
+            )
+        except InterruptAlreadyResolved as exc:
+            if wait and (exc.details or {}).get("reason") == "timeout":
+                self.executor.drive_until_idle(run_id)  # the late answer timed the gate out here
+            raise
         if wait and result["status"] == "running":
             self.executor.drive_until_idle(run_id)
             result = {**result, "status": self.snapshot(run_id)["status"]}
@@ -403,6 +430,17 @@ class WopHost:
         """A transaction queued ``run_id`` and committed: wake a local worker."""
         if self._pool is not None:
             self._pool.wake()
+
+    @property
+    def has_workers(self) -> bool:
+        """Whether worker threads of this host drive queued runs."""
+        return self._pool is not None
+
+    def _settle_links(self, run_id: str) -> None:
+        """Carry the run's end across core.subWorkflow parent/child links (definitions/subworkflow.py)."""
+        from wop_langgraph.definitions.subworkflow import settle_links
+
+        settle_links(self, run_id)
 
     def _check_configurable(self, configurable: dict[str, Any]) -> None:
         validate_against_schema(configurable, configurable_schema(), what="configurable")

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ApprovalRejected",
+    "CapabilityNotProvided",
     "CapabilityRequired",
     "Forbidden",
     "IdTenantMismatch",
@@ -26,6 +27,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "ProtocolVersionUnsupported",
+    "RateLimited",
     "RunForbidden",
     "RunTerminal",
     "StoreError",
@@ -231,6 +233,23 @@ class CapabilityRequired(WopError):
     code = "capability_required"
     status = 422
     retryable = False
+
+
+class CapabilityNotProvided(WopError):
+    """The request is valid, but this host is not set up to provide what it needs (e.g. links
+    without a configured public URL); retrying does not help until the operator configures it."""
+
+    code = "capability_not_provided"
+    status = 422
+    retryable = False
+
+
+class RateLimited(WopError):
+    """Too many requests (or open streams) for now; ``Retry-After`` says when to try again."""
+
+    code = "rate_limited"
+    status = 429
+    retryable = True
 
 
 class ApprovalRejected(WopError):

@@ -63,6 +63,8 @@ class MintTokenBody(_Closed):
     intent: Literal["resolve", "inspect"] = "resolve"
     # Not strict: 60.0 is the integer 60 in JSON; a string or a boolean still is not.
     ttlSeconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600, strict=False)
+    approver: str | None = Field(default=None, min_length=1, max_length=256)
+    """The subjectId the link votes as; required for a gate that counts votes."""
 
     @field_validator("ttlSeconds", mode="before")
     @classmethod

@@ -5,6 +5,8 @@
 :class:`~wop_langgraph.server.Settings`); ``--db`` overrides ``WOP_DATABASE_URL``.
 ``--conversations`` and ``--credentials`` enable the host's ``conversation.*`` node calls and
 ``request_credential`` (``WopHost(..., conversations=True, credentials=True)``).
+``--definitions DIR`` also loads every ``*.json`` OpenWOP WorkflowDefinition in ``DIR`` under its
+``id`` (a definition the host cannot run is refused with its reason on stderr; the rest load).
 """
 
 from __future__ import annotations
@@ -14,16 +16,40 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
 from wop_langgraph.targets import load_workflows
 
-__all__ = ["build_parser", "load_workflows", "serve_main"]
+__all__ = ["DESCRIPTION", "build_parser", "load_workflows", "serve_main"]
+
+DESCRIPTION = """\
+Serve LangGraph graphs over the OpenWOP HTTP interface (needs the 'server' extra; a
+postgresql+psycopg:// database also needs the 'postgres' extra).
+
+MODULE:ATTR names a compiled graph (served as the workflow ATTR), a {workflowId: graph} dict, or a
+function without arguments returning either. Configuration comes from WOP_* environment
+variables: WOP_SIGNING_KEYS (required), WOP_API_KEYS, WOP_DATABASE_URL (--db overrides it),
+WOP_PUBLIC_URL, WOP_TOKEN_TTL_SECONDS, WOP_SWEEP_INTERVAL_SECONDS.
+
+example:
+  wop-langgraph serve wop_langgraph.examples.review:workflows --db sqlite:///runs.db --port 8000
+"""
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The ``serve`` arguments (on ``parser`` when the caller owns the top-level CLI)."""
-    parser = parser or argparse.ArgumentParser(prog="wop-langgraph serve", description=__doc__)
+    parser = parser or argparse.ArgumentParser(
+        prog="wop-langgraph serve",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
-        "target", metavar="MODULE:ATTR", help="a compiled graph or a {workflowId: graph} dict"
+        "target",
+        metavar="MODULE:ATTR",
+        nargs="?",
+        help="a compiled graph or a {workflowId: graph} dict (optional with --definitions)",
+    )
+    parser.add_argument(
+        "--definitions", metavar="DIR", help="load every *.json OpenWOP WorkflowDefinition in DIR"
     )
     parser.add_argument("--db", dest="database_url", help="database URL (default: $WOP_DATABASE_URL)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
@@ -47,17 +73,30 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 def serve_main(argv: Sequence[str] | None = None) -> int:
     """Run the server until interrupted; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.target is None and args.definitions is None:
+        parser.error("give MODULE:ATTR, --definitions DIR, or both")
+    problem = missing_extra("server", "wop-langgraph serve")
+    if problem:
+        print(problem, file=sys.stderr)
+        return MISSING_EXTRA_STATUS
     import uvicorn
 
     from wop_langgraph.host import WopHost
     from wop_langgraph.server import ConfigurationError, Settings, create_app
+    from wop_langgraph.store.engine import normalize_url
 
     overrides: dict[str, Any] = {"database_url": args.database_url} if args.database_url else {}
     if args.workers is not None:
         overrides["workers"] = args.workers
     settings = Settings(**overrides)
-    workflows = load_workflows(args.target)
+    if normalize_url(settings.database_url).get_backend_name() == "postgresql":
+        problem = missing_extra("postgres", "wop-langgraph serve --db postgresql")
+        if problem:
+            print(problem, file=sys.stderr)
+            return MISSING_EXTRA_STATUS
+    workflows = load_workflows(args.target) if args.target else {}
     try:
         settings.keyring()
         settings.api_keyring()
@@ -72,6 +111,15 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     )
     for workflow_id, graph in workflows.items():
         host.register(workflow_id, graph)
+    if args.definitions:
+        try:
+            report = host.load_definitions(args.definitions)
+        except FileNotFoundError as exc:
+            print(f"wop-langgraph serve: {exc}", file=sys.stderr)
+            host.saver.close()
+            return 2
+        for name, reason in sorted(report.refused.items()):
+            print(f"wop-langgraph serve: refused {name}: {reason}", file=sys.stderr)
     app = create_app(host, settings)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)

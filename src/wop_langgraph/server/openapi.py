@@ -35,9 +35,9 @@ _OPERATIONS: dict[tuple[str, str], tuple[bool, tuple[int, ...]]] = {
     ("/runs/{runId}", "get"): (True, (*_KEYED, 404)),
     ("/runs/{runId}/cancel", "post"): (True, (*_KEYED, *_BODY, 404, 409)),
     ("/runs/{runId}/interrupts/{nodeId}", "post"): (True, (*_KEYED, *_BODY, 404, 409)),
-    ("/runs/{runId}/interrupts/{nodeId}/tokens", "post"): (True, (*_KEYED, *_BODY, 404, 409, 410)),
-    ("/runs/{runId}/events", "get"): (True, (*_KEYED, 404)),
-    ("/runs/{runId}/events/poll", "get"): (True, (*_KEYED, 404)),
+    ("/runs/{runId}/interrupts/{nodeId}/tokens", "post"): (True, (*_KEYED, *_BODY, 404, 409, 410, 422)),
+    ("/runs/{runId}/events", "get"): (True, (*_KEYED, 404, 429)),
+    ("/runs/{runId}/events/poll", "get"): (True, (*_KEYED, 404, 429)),
     ("/interrupts/{token}", "get"): (False, (401, 404, 409, 410)),
     ("/interrupts/{token}", "post"): (False, (*_BODY, 401, 403, 404, 409, 410)),
     ("/interrupts/{token}/form", "post"): (False, (*_BODY, 401, 403, 404, 409, 410)),
@@ -76,7 +76,8 @@ _REASONS = {
     409: "Conflict (interrupt_already_resolved, run_terminal, idempotency_key_mismatch or _in_flight)",
     410: "The token or the interrupt has expired (interrupt_expired)",
     413: "The request body is too large (payload_too_large)",
-    422: "Residency region not offered (residency_unavailable)",
+    422: "Not offered by this host (residency_unavailable; capability_not_provided: no public URL for links)",
+    429: "Too many open streams for this caller or server (rate_limited, with Retry-After)",
 }
 _ERROR_ENVELOPE: dict[str, Any] = {
     "title": "ErrorEnvelope",

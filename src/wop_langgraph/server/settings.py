@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from wop_langgraph.host import Principal
@@ -37,8 +38,9 @@ class Settings(BaseSettings):
         database_url: the store (``sqlite:///wop.db`` or ``postgresql://...``).
         signing_keys: ``kid=secret,...``; the first signs interrupt tokens and callbacks.
         api_keys: ``key=tenant:subject:scope+scope`` entries separated by ``;``.
-        public_url: the origin links are built on (token URLs, callbacks); defaults to the
-            request's own origin.
+        public_url: the origin links are built on (token URLs, callbacks), e.g.
+            ``https://wop.example.com``; without it the server mints no links (a request's
+            ``Host`` header is never trusted for that).
         token_ttl_seconds: default lifetime of a minted token (capped by the interrupt's deadline).
         sweep_interval_seconds: how often the timeout sweep runs (0 disables it).
         workers: in-process worker threads that drive runs (0: this process only serves the
@@ -61,6 +63,8 @@ class Settings(BaseSettings):
     token_ttl_seconds: int = Field(default=1800, ge=1)
     sweep_interval_seconds: float = Field(default=5.0, ge=0)
     workers: int = Field(default=4, ge=0)
+    max_streams_per_key: int = Field(default=100, ge=1)
+    max_streams_total: int = Field(default=2000, ge=1)
     lease_seconds: float = Field(default=15.0, gt=0)
     callback_attempts: int = Field(default=5, ge=1)
     callback_backoff_seconds: float = Field(default=0.5, ge=0)
@@ -80,6 +84,17 @@ class Settings(BaseSettings):
             max_json_depth=self.max_json_depth,
             max_string_chars=self.max_string_chars,
         )
+
+    @field_validator("public_url")
+    @classmethod
+    def _origin(cls, value: str | None) -> str | None:
+        """An absolute ``http(s)`` URL without query or fragment (an empty value means unset)."""
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError("WOP_PUBLIC_URL must be an absolute http(s) URL such as https://wop.example.com")
+        return value.strip().rstrip("/")
 
     def keyring(self) -> SigningKeys:
         """The parsed signing keys.
