@@ -220,7 +220,7 @@ def cases(run: str, token: str, opaque: str) -> list[Case]:
         Case("mint: ttlSeconds past 64 bits", "POST", mint, raw(f'{{"ttlSeconds": {BIG}}}')),
         Case("mint: intent with NUL", "POST", mint, raw('{"intent": "resolve\\u0000"}')),
         Case("mint: intent as a list", "POST", mint, raw('{"intent": ["resolve"]}')),
-        Case("mint: unknown member", "POST", mint, raw('{"approver": "bob"}')),
+        Case("mint: unknown member", "POST", mint, raw('{"voter": "bob"}')),
         Case(
             "mint: nodeId of 2,000 characters",
             "POST",
