@@ -118,7 +118,7 @@ class Notifier:
             return notifications_of_run(conn, run_id)
 
     def start(self, poll_seconds: float = 1.0) -> None:
-        """Start the delivery thread (idempotent): sends what is due every ``poll_seconds``, and after drives."""
+        """Start the delivery thread (idempotent): it sends what is due every ``poll_seconds``."""
         self._require()
         if self._thread is not None:
             return
