@@ -1,0 +1,270 @@
+"""The outbox on a real host and database, with a real SMTP server and webhook receiver on loopback.
+
+Planning is checked in the interrupt's own transaction (the rows exist as soon as the run is
+suspended, before anything is sent); delivery, retries, dead letters, reminders and escalation
+are driven by an injected clock through ``deliver_due``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from tests.notify.conftest import Clock, Smtp, Webhook, body_html, body_text
+from tests.notify.graphs import gate_graph
+from wop_langgraph.host import Principal, WopHost
+from wop_langgraph.host.principal import Membership
+from wop_langgraph.notify import (
+    Directory,
+    EmailChannel,
+    LinkSigner,
+    Notifier,
+    NotifyPolicy,
+    SmtpSettings,
+)
+from wop_langgraph.notify.table import notifications_table
+from wop_langgraph.protocol.egress import AllowList
+from wop_langgraph.tokens import SigningKeys, verify
+
+KEYS = SigningKeys({"k1": "notify-secret-0123456789abcdef"})
+PUBLIC = "https://wop.example.test"
+OWNER = Principal(tenant="acme", subject_id="owner")
+LINK = re.compile(r"https://wop\.example\.test/interrupts/(ow2\.[A-Za-z0-9._~-]+)")
+
+
+@pytest.fixture
+def host(db_url: str, clock: Clock) -> Iterator[WopHost]:
+    host = WopHost.from_url(db_url, clock=clock, ref_kinds=("principal", "group"), membership=_membership)
+    try:
+        yield host
+    finally:
+        host.saver.close()
+
+
+def _membership(principal: Principal) -> Membership:
+    return Membership(groups=frozenset({"ops"}) if principal.subject_id in ("carol", "dave") else frozenset())
+
+
+def directory(smtp: Smtp | None = None, **apprise: str) -> Directory:
+    entries: dict[str, Any] = {
+        name: {"email": f"{name}@example.test"} for name in ("alice", "bob", "carol", "dave")
+    }
+    entries["erin"] = {"email": "erin@example.test"}
+    for name, url in apprise.items():
+        entries[name] = {"apprise": url}
+    return Directory.from_mapping(entries)
+
+
+def notifier(smtp: Smtp, host: WopHost, policy: NotifyPolicy | None = None, **options: Any) -> Notifier:
+    made = Notifier(
+        directory(smtp, **options.pop("apprise", {})),
+        policy=policy or NotifyPolicy(backoff=timedelta(seconds=10)),
+        email=EmailChannel(SmtpSettings(smtp.host, smtp.port, sender="wop@example.test")),
+        links=LinkSigner(KEYS, PUBLIC),
+        **options,
+    )
+    return made.attach(host)
+
+
+def run(host: WopHost, workflow: str, **approval: Any) -> str:
+    host.register(workflow, gate_graph(**approval))
+    return str(host.create_run(workflow, {}, owner=OWNER)["runId"])
+
+
+def links_in(text: str) -> list[str]:
+    return LINK.findall(text)
+
+
+def test_email_carries_a_personal_link_planned_in_the_interrupt_transaction(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    notes = notifier(smtp, host)
+    run_id = run(host, "one", approvers=["alice"], timeout=3600)
+    # Planned with the interrupt, before any delivery.
+    planned = notes.notifications(run_id)
+    assert [(n.recipient, n.purpose, n.state) for n in planned] == [("alice", "request", "pending")]
+    assert smtp.mailbox.messages == []
+    assert notes.deliver_due() == 1
+    (mail,) = smtp.mailbox.to("alice@example.test")
+    assert "Ship release 7?" in mail["Subject"] and "[one]" in mail["Subject"]
+    text, html = body_text(mail), body_html(mail)
+    for part in (run_id, "review", "login fix", "2026-01-05T10:00:00.000Z"):
+        assert part in text
+    assert "<b>fixes</b>" not in html and "&lt;b&gt;fixes&lt;/b&gt;" in html  # escaped, not injected
+    (token,) = links_in(text)
+    assert token in html
+    claims = verify(KEYS, token, now=clock())
+    assert claims.approver == "alice" and claims.intent == "resolve"
+    assert claims.expires_at == host.pending_interrupts(run_id)[0].deadline.replace(
+        tzinfo=claims.expires_at.tzinfo
+    )
+    assert notes.notifications(run_id)[0].state == "sent"
+    assert notes.deliver_due() == 0  # sent once
+
+
+def test_quorum_of_two_gets_two_distinct_links_and_group_members_are_told(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    notes = notifier(smtp, host)
+    run_id = run(
+        host, "quorum", approvers=["alice", "bob"], group_refs=["ops"], required_approvals=2, timeout=600
+    )
+    assert (
+        notes.deliver_due() == 4
+    )  # alice, bob, and ops members carol and dave (via the membership resolver)
+    tokens = {}
+    for name in ("alice", "bob", "carol", "dave"):
+        (mail,) = smtp.mailbox.to(f"{name}@example.test")
+        (token,) = links_in(body_text(mail))
+        tokens[name] = token
+        assert verify(KEYS, token, now=clock()).approver == name
+    assert len(set(tokens.values())) == 4
+    assert smtp.mailbox.to("erin@example.test") == []
+    del run_id
+
+
+def test_audience_is_told_and_gets_an_inspect_link_when_not_eligible(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    notes = notifier(smtp, host)
+    run(host, "aud", approvers=["alice"], audience={"subjects": ["erin"]}, timeout=600)
+    assert notes.deliver_due() == 1
+    assert smtp.mailbox.to("alice@example.test") == []  # audience replaces the eligibility refs
+    (token,) = links_in(body_text(smtp.mailbox.to("erin@example.test")[0]))
+    claims = verify(KEYS, token, now=clock())
+    assert (claims.approver, claims.intent) == ("erin", "inspect")
+
+
+def test_workflow_default_when_the_gate_names_nobody(host: WopHost, smtp: Smtp) -> None:
+    notes = notifier(smtp, host, NotifyPolicy(default_recipients={"open": ["bob"]}))
+    run(host, "open", timeout=600)
+    assert notes.deliver_due() == 1
+    assert len(smtp.mailbox.to("bob@example.test")) == 1
+
+
+def test_apprise_json_webhook_carries_the_link(
+    host: WopHost, smtp: Smtp, webhook: Webhook, clock: Clock
+) -> None:
+    url = f"json://127.0.0.1:{webhook.port}/hook"
+    notes = notifier(
+        smtp, host, apprise={"alice": url}, allow=AllowList(loopback_http_ports=frozenset({webhook.port}))
+    )
+    run(host, "chat", approvers=["alice"], timeout=600)
+    assert notes.deliver_due() == 1
+    (body,) = webhook.bodies
+    assert "Ship release 7?" in body["title"]
+    (token,) = links_in(body["message"])
+    assert verify(KEYS, token, now=clock()).approver == "alice"
+
+
+def test_webhook_to_loopback_is_refused_by_the_egress_guard(
+    host: WopHost, smtp: Smtp, webhook: Webhook
+) -> None:
+    notes = notifier(smtp, host, apprise={"alice": f"jsons://127.0.0.1:{webhook.port}/hook"})
+    run_id = run(host, "guarded", approvers=["alice"], timeout=600)
+    assert notes.deliver_due() == 0
+    (dead,) = notes.dead_letters(run_id)
+    assert "egress guard (loopback)" in (dead.last_error or "")
+    assert dead.attempts == 1  # a refusal is permanent: no retries
+    assert webhook.bodies == []
+    assert host.snapshot(run_id)["status"] == "waiting-approval"
+
+
+def test_unreachable_channel_retries_with_backoff_then_dead_letters(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    closed = Smtp(1, smtp.mailbox)  # nothing listens on port 1
+    notes = notifier(closed, host, NotifyPolicy(attempts=3, backoff=timedelta(seconds=10)))
+    run_id = run(host, "down", approvers=["alice"], timeout=3600)
+    assert notes.deliver_due() == 0
+    (row,) = notes.notifications(run_id)
+    assert (row.state, row.attempts) == ("pending", 1)
+    assert row.due_at.replace(tzinfo=None) == (clock() + timedelta(seconds=10)).replace(tzinfo=None)
+    clock.advance(seconds=9)
+    notes.deliver_due()
+    assert notes.notifications(run_id)[0].attempts == 1  # not due yet
+    clock.advance(seconds=1)
+    notes.deliver_due()
+    assert notes.notifications(run_id)[0].attempts == 2
+    clock.advance(seconds=20)  # second backoff: 20 s
+    notes.deliver_due()
+    (dead,) = notes.dead_letters(run_id)
+    assert dead.attempts == 3 and "SMTP 127.0.0.1:1" in (dead.last_error or "")
+    # The run is unaffected: still waiting, and an answer by run still continues it.
+    assert host.snapshot(run_id)["status"] == "waiting-approval"
+    host.resolve(run_id, "review", {"action": "accept"}, Principal(tenant="acme", subject_id="alice"))
+    assert host.snapshot(run_id)["status"] == "completed"
+
+
+def test_reminders_fire_at_their_fractions_and_stop_when_resolved(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    notes = notifier(smtp, host, NotifyPolicy(reminders=(0.5, 0.9)))
+    run_id = run(host, "remind", approvers=["alice"], timeout=100)
+    assert notes.deliver_due() == 1
+    clock.advance(seconds=49)
+    assert notes.deliver_due() == 0
+    clock.advance(seconds=1)
+    assert notes.deliver_due() == 1  # at 50 %
+    (_, reminder) = smtp.mailbox.to("alice@example.test")
+    assert reminder["Subject"].startswith("[remind] Reminder")
+    (token,) = links_in(body_text(reminder))
+    assert verify(KEYS, token, now=clock()).expires_at <= clock() + timedelta(seconds=50)
+    host.resolve(run_id, "review", {"action": "accept"}, Principal(tenant="acme", subject_id="alice"))
+    clock.advance(seconds=45)
+    assert notes.deliver_due() == 0  # the 90 % reminder is dropped: the gate was decided
+    states = {n.purpose: n.state for n in notes.notifications(run_id)}
+    assert states == {"request": "sent", "reminder-50": "sent", "reminder-90": "dropped"}
+    assert len(smtp.mailbox.to("alice@example.test")) == 2
+
+
+def test_escalation_fires_at_the_deadline_and_never_grants(host: WopHost, smtp: Smtp, clock: Clock) -> None:
+    policy = NotifyPolicy(reminders=(0.5,), escalation_to={"*": ["erin"]})
+    notes = notifier(smtp, host, policy)
+    run_id = run(host, "esc", approvers=["alice"], timeout=60, on_timeout="escalate")
+    assert notes.deliver_due() == 1
+    clock.advance(seconds=59)
+    notes.deliver_due()
+    assert smtp.mailbox.to("erin@example.test") == []  # not before the deadline
+    clock.advance(seconds=1)
+    assert notes.deliver_due() == 1  # at the deadline, even before the sweep ran
+    (mail,) = smtp.mailbox.to("erin@example.test")
+    assert mail["Subject"].startswith("[esc] Escalation")
+    assert links_in(body_text(mail)) == [] and "nothing was granted" in body_text(mail)
+    host.sweep()
+    snap = host.snapshot(run_id)
+    assert snap["status"] == "failed"  # rejected by timeout, not extended, not granted
+    resolved = [e for e in host.events(run_id) if e["type"] == "interrupt.resolved"]
+    assert (resolved[0]["payload"]["action"], resolved[0]["payload"]["decision"]) == ("timeout", "rejected")
+    assert not [e for e in host.events(run_id) if e["type"] == "approval.granted"]
+    assert notes.deliver_due() == 0
+
+
+def test_escalation_is_dropped_when_the_gate_is_decided_in_time(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    notes = notifier(smtp, host, NotifyPolicy(escalation_to={"*": ["erin"]}))
+    run_id = run(host, "esc2", approvers=["alice"], timeout=60, on_timeout="escalate")
+    host.resolve(run_id, "review", {"action": "accept"}, Principal(tenant="acme", subject_id="alice"))
+    clock.advance(seconds=61)
+    notes.deliver_due()
+    assert smtp.mailbox.to("erin@example.test") == []
+    assert {n.purpose: n.state for n in notes.notifications(run_id)}["escalation"] == "dropped"
+
+
+def test_replay_and_a_second_planner_never_plan_twice(host: WopHost, smtp: Smtp, db_url: str) -> None:
+    notes = notifier(smtp, host)
+    run_id = run(host, "once", approvers=["alice"], timeout=600)
+    (record,) = host.pending_interrupts(run_id)
+    planner = host.saver.recorder.on_requested[0]  # type: ignore[union-attr]
+    with host.engine.begin() as conn:
+        planner(conn, record)  # what a replayed or concurrent recorder would do
+    with host.engine.connect() as conn:
+        count = conn.execute(select(func.count()).select_from(notifications_table)).scalar()
+    assert count == 1
+    assert notes.deliver_due() == 1
