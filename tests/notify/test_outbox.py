@@ -7,8 +7,14 @@ are driven by an injected clock through ``deliver_due``.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from datetime import timedelta
 from typing import Any
 
@@ -27,10 +33,12 @@ from wop_langgraph.notify import (
     NotifyPolicy,
     SmtpSettings,
 )
+from wop_langgraph.notify.outbox import claim_due
 from wop_langgraph.notify.table import notifications_table
 from wop_langgraph.protocol.egress import AllowList
 from wop_langgraph.tokens import SigningKeys, verify
 
+REPO = Path(__file__).resolve().parents[2]
 KEYS = SigningKeys({"k1": "notify-secret-0123456789abcdef"})
 PUBLIC = "https://wop.example.test"
 OWNER = Principal(tenant="acme", subject_id="owner")
@@ -268,3 +276,44 @@ def test_replay_and_a_second_planner_never_plan_twice(host: WopHost, smtp: Smtp,
         count = conn.execute(select(func.count()).select_from(notifications_table)).scalar()
     assert count == 1
     assert notes.deliver_due() == 1
+
+
+def test_a_crash_between_the_interrupt_and_delivery_still_delivers_once(db_url: str, smtp: Smtp) -> None:
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.notify.crash_child", db_url, str(smtp.port)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])},
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    run_id = child.stdout.strip()
+    assert smtp.mailbox.messages == []
+    # Another process (here: this one) recovers: the plan survived the crash with the interrupt.
+    hosts = [WopHost.from_url(db_url) for _ in range(2)]
+    try:
+        assert hosts[0].snapshot(run_id)["status"] == "waiting-approval"
+        notes = [notifier(smtp, h) for h in hosts]
+        with ThreadPoolExecutor(2) as pool:  # two recovering processes race for the same row
+            sent = list(pool.map(lambda n: n.deliver_due(), notes))
+        assert sorted(sent) == [0, 1]
+        assert len(smtp.mailbox.to("alice@example.test")) == 1
+        assert [n.deliver_due() for n in notes] == [0, 0]
+    finally:
+        for h in hosts:
+            h.saver.close()
+
+
+def test_a_worker_dying_mid_send_is_retried_after_its_lease(host: WopHost, smtp: Smtp, clock: Clock) -> None:
+    notes = notifier(smtp, host)
+    run_id = run(host, "lease", approvers=["alice"], timeout=3600)
+    with host.engine.begin() as conn:
+        (claimed,) = claim_due(conn, now=clock(), lease=timedelta(minutes=2))  # then the worker "dies"
+    assert claimed.state == "sending"
+    assert notes.deliver_due() == 0  # the lease still holds
+    clock.advance(minutes=2, seconds=1)
+    assert notes.deliver_due() == 1
+    (row,) = notes.notifications(run_id)
+    assert (row.state, row.attempts) == ("sent", 2)
+    assert len(smtp.mailbox.to("alice@example.test")) == 1

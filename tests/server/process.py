@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,10 +31,12 @@ def served(
     target: str = "tests.server.graphs:WORKFLOWS",
     sweep: float = 0,
     extra_args: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """A server process over ``db_url``; yields its base URL and stops it afterwards.
 
-    ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``).
+    ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``),
+    ``extra_env`` to its environment.
     Links are built on the server's own address (``WOP_PUBLIC_URL``), as a deployment would
     configure its public origin.
     """
@@ -47,6 +49,7 @@ def served(
         "WOP_API_KEYS": API_KEYS,
         "WOP_SWEEP_INTERVAL_SECONDS": str(sweep),
         "WOP_PUBLIC_URL": base,
+        **(extra_env or {}),
     }
     command = [
         sys.executable,
