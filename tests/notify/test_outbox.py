@@ -14,8 +14,8 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
