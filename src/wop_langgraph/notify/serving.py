@@ -29,11 +29,14 @@ def _names(text: str | None) -> list[str]:
     return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
-def notifier_from_settings(settings: Settings, keys: SigningKeys) -> Notifier | None:
+def notifier_from_settings(settings: Settings, keys: SigningKeys | None = None) -> Notifier | None:
     """The configured notifier, or ``None`` when ``WOP_NOTIFY_DIRECTORY`` is unset.
 
+    Links are signed with ``keys`` (default: ``WOP_SIGNING_KEYS``) on ``WOP_PUBLIC_URL``.
+
     Raises:
-        ConfigurationError: an unreadable directory or templates folder, or bad reminders.
+        ConfigurationError: an unreadable directory or templates folder, bad reminders, or a
+            public URL without signing keys.
     """
     from wop_langgraph.server.settings import ConfigurationError
 
@@ -65,7 +68,9 @@ def notifier_from_settings(settings: Settings, keys: SigningKeys) -> Notifier | 
                 ssl=settings.notify_smtp_ssl,
             )
         )
-    links = LinkSigner(keys, settings.public_url) if settings.public_url else None
+    links = None
+    if settings.public_url:
+        links = LinkSigner(keys or settings.keyring(), settings.public_url)
     return Notifier(
         directory,
         policy=policy,

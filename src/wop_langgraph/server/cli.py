@@ -7,6 +7,8 @@
 ``request_credential`` (``WopHost(..., conversations=True, credentials=True)``).
 ``--definitions DIR`` also loads every ``*.json`` OpenWOP WorkflowDefinition in ``DIR`` under its
 ``id`` (a definition the host cannot run is refused with its reason on stderr; the rest load).
+``WOP_NOTIFY_DIRECTORY`` (and ``WOP_NOTIFY_SMTP_*``, ...) turns on email/chat notifications of
+interrupts with personal links (see :mod:`wop_langgraph.notify.serving` and the README).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from wop_langgraph.host import WopHost
+    from wop_langgraph.notify.serving import notifier_from_settings
     from wop_langgraph.server import ConfigurationError, Settings, create_app
 
     overrides: dict[str, Any] = {"database_url": args.database_url} if args.database_url else {}
@@ -72,6 +75,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     try:
         settings.keyring()
         settings.api_keyring()
+        notifier_from_settings(settings)  # WOP_NOTIFY_*: refuse a bad directory before serving
     except ConfigurationError as exc:
         print(f"wop-langgraph serve: {exc}", file=sys.stderr)
         return 2
