@@ -317,3 +317,17 @@ def test_a_worker_dying_mid_send_is_retried_after_its_lease(host: WopHost, smtp:
     (row,) = notes.notifications(run_id)
     assert (row.state, row.attempts) == ("sent", 2)
     assert len(smtp.mailbox.to("alice@example.test")) == 1
+
+
+def test_a_failing_membership_resolver_never_blocks_the_run(db_url: str, smtp: Smtp) -> None:
+    def broken(principal: Principal) -> Membership:
+        raise RuntimeError("directory service down")
+
+    host = WopHost.from_url(db_url, ref_kinds=("principal", "group"), membership=broken)
+    try:
+        notes = notifier(smtp, host)
+        run_id = run(host, "broken", group_refs=["ops"], timeout=600)
+        assert host.snapshot(run_id)["status"] == "waiting-approval"  # suspended, recorded, unharmed
+        assert notes.notifications(run_id) == []
+    finally:
+        host.saver.close()

@@ -55,8 +55,8 @@ class Dispatcher:
     def __init__(self, settings: DispatchSettings) -> None:
         self.s = settings
 
-    def deliver_due(self, now: datetime | None = None, *, limit: int = 50) -> int:
-        """Claim and handle up to ``limit`` due notifications; returns how many were sent."""
+    def deliver_due(self, now: datetime | None = None, *, limit: int = 50) -> tuple[int, int]:
+        """Claim and handle up to ``limit`` due notifications; returns (how many claimed, how many sent)."""
         now = now or self.s.clock()
         with self.s.engine.begin() as conn:
             claimed = claim_due(conn, now=now, lease=self.s.policy.lease, limit=limit)
@@ -67,7 +67,7 @@ class Dispatcher:
             except Exception as exc:  # a bug must not stop the loop; the lease retries the row
                 _log.exception("notification %s failed unexpectedly", item.notification_id)
                 self._settle(item, "pending", now, f"internal: {type(exc).__name__}", item.delivered)
-        return sent
+        return len(claimed), sent
 
     def _handle(self, item: Notification, now: datetime) -> int:
         with self.s.engine.connect() as conn:

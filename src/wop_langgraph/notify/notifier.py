@@ -20,6 +20,7 @@ import threading
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.notify.channels import AppriseChannel, EmailChannel
 from wop_langgraph.notify.delivery import Dispatcher, DispatchSettings
 from wop_langgraph.notify.directory import Directory
@@ -80,7 +81,10 @@ class Notifier:
         planner = Planner(
             self.directory, self.policy, host.clock, ref_kinds=host.ref_kinds, membership=host.membership
         )
-        host.saver.recorder.on_requested.append(planner)  # type: ignore[union-attr]
+        recorder = host.saver.recorder
+        if not isinstance(recorder, InterruptRecorder):
+            raise RuntimeError("the host's saver has no interrupt recorder to plan notifications in")
+        recorder.on_requested.append(planner)
         host.executor.after_drive.append(lambda _run_id: self._wake.set())
         self._dispatcher = Dispatcher(
             DispatchSettings(
@@ -100,10 +104,12 @@ class Notifier:
     def deliver_due(self, now: datetime | None = None) -> int:
         """Send every notification due at ``now`` (default: the host's clock); returns how many were sent."""
         dispatcher = self._require()
-        total = 0
-        while sent := dispatcher.deliver_due(now):
+        total, batch = 0, 50
+        while True:
+            claimed, sent = dispatcher.deliver_due(now, limit=batch)
             total += sent
-        return total
+            if claimed < batch:
+                return total
 
     def dead_letters(self, run_id: str | None = None) -> list[Notification]:
         """Notifications that could not be delivered (``last_error`` says why), newest first."""

@@ -51,6 +51,20 @@ class Planner:
         self.membership = membership
 
     def __call__(self, conn: Connection, record: InterruptRecord) -> None:
+        """Plan ``record``'s notifications; a failure here is logged and never blocks the run."""
+        try:
+            planned = self._plan(conn, record)
+        except Exception:
+            _log.exception("planning the notifications of %s failed; none will be sent", record.key)
+            return
+        try:
+            # A savepoint: a failed insert must not abort the transaction that stores the interrupt.
+            with conn.begin_nested():
+                insert_planned(conn, planned, now=self.clock())
+        except Exception:
+            _log.exception("writing the notifications of %s failed; none will be sent", record.key)
+
+    def _plan(self, conn: Connection, record: InterruptRecord) -> list[Planned]:
         workflow_id = conn.execute(
             select(runs_table.c.workflow_id).where(runs_table.c.run_id == record.run_id)
         ).scalar()
@@ -77,7 +91,7 @@ class Planner:
                 planned += [self._row(record, r, "escalation", deadline) for r in targets]
         if not recipients:
             _log.warning("interrupt %s names nobody to notify and %r has no default", record.key, workflow_id)
-        insert_planned(conn, planned, now=now)
+        return planned
 
     def _row(self, record: InterruptRecord, recipient: str, purpose: str, due: datetime) -> Planned:
         # A subject the directory cannot reach is still planned: it becomes a visible dead letter.
