@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from tests.notify.conftest import Clock, Smtp, Webhook, body_html, body_text
+from tests.notify.conftest import Clock, Smtp, Webhook, body_html, body_text, free_port
 from tests.notify.graphs import gate_graph
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.principal import Membership
@@ -331,3 +331,28 @@ def test_a_failing_membership_resolver_never_blocks_the_run(db_url: str, smtp: S
         assert notes.notifications(run_id) == []
     finally:
         host.saver.close()
+
+
+def test_unreachable_apprise_webhook_dead_letters_with_the_error(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    port = free_port()  # nothing listens here
+    notes = notifier(
+        smtp,
+        host,
+        NotifyPolicy(attempts=2, backoff=timedelta(seconds=5)),
+        apprise={"alice": f"json://127.0.0.1:{port}/hook"},
+        allow=AllowList(loopback_http_ports=frozenset({port})),
+    )
+    run_id = run(host, "chatdown", approvers=["alice"], timeout=600)
+    assert notes.deliver_due() == 0
+    clock.advance(seconds=5)
+    assert notes.deliver_due() == 0
+    (dead,) = notes.dead_letters(run_id)
+    assert dead.attempts == 2
+    assert (
+        dead.last_error is not None
+        and f"json://127.0.0.1:{port}: Apprise could not deliver" in dead.last_error
+    )
+    assert "/hook" not in dead.last_error  # addresses are redacted to scheme and host
+    assert host.snapshot(run_id)["status"] == "waiting-approval"
