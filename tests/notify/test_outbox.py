@@ -356,3 +356,32 @@ def test_unreachable_apprise_webhook_dead_letters_with_the_error(
     )
     assert "/hook" not in dead.last_error  # addresses are redacted to scheme and host
     assert host.snapshot(run_id)["status"] == "waiting-approval"
+
+
+def test_an_unexpected_error_at_delivery_is_retried_then_dead_lettered(
+    db_url: str, smtp: Smtp, clock: Clock
+) -> None:
+    down = {"now": False}
+
+    def flaky(principal: Principal) -> Membership:
+        if down["now"]:
+            raise RuntimeError("directory service down")
+        return _membership(principal)
+
+    host = WopHost.from_url(db_url, clock=clock, ref_kinds=("principal", "group"), membership=flaky)
+    try:
+        notes = notifier(smtp, host, NotifyPolicy(attempts=2, backoff=timedelta(seconds=5)))
+        run_id = run(host, "flaky", group_refs=["ops"], timeout=600)
+        down["now"] = True  # the link's eligibility check fails at delivery
+        assert notes.deliver_due() == 0
+        assert notes.notifications(run_id)[0].state == "pending"
+        clock.advance(seconds=5)
+        assert notes.deliver_due() == 0
+        dead = notes.dead_letters(run_id)
+        assert len(dead) == 2 and all(
+            "internal: RuntimeError: directory service down" in (d.last_error or "") for d in dead
+        )
+        down["now"] = False
+        assert host.snapshot(run_id)["status"] == "waiting-approval"
+    finally:
+        host.saver.close()

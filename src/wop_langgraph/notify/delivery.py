@@ -64,9 +64,9 @@ class Dispatcher:
         for item in claimed:
             try:
                 sent += self._handle(item, now)
-            except Exception as exc:  # a bug must not stop the loop; the lease retries the row
+            except Exception as exc:  # a bug (a template, a resolver) must not stop the loop
                 _log.exception("notification %s failed unexpectedly", item.notification_id)
-                self._settle(item, "pending", now, f"internal: {type(exc).__name__}", item.delivered)
+                self._fail(item, now, f"internal: {type(exc).__name__}: {exc}", False, item.delivered or [])
         return len(claimed), sent
 
     def _handle(self, item: Notification, now: datetime) -> int:
@@ -103,14 +103,17 @@ class Dispatcher:
         if not errors:
             self._settle(item, "sent", now, None, done)
             return 1
-        error = "; ".join(errors)
+        self._fail(item, now, "; ".join(errors), permanent, done)
+        return 0
+
+    def _fail(self, item: Notification, now: datetime, error: str, permanent: bool, done: list[str]) -> None:
+        """Retry after the backoff, or make a dead letter when retrying cannot help or attempts ran out."""
         if permanent or item.attempts >= self.s.policy.attempts:
             _log.warning("notification %s is a dead letter: %s", item.notification_id, error)
             self._settle(item, "dead", now, error, done)
         else:
             retry_at = now + self.s.policy.backoff * 2 ** (item.attempts - 1)
             self._settle(item, "pending", now, error, done, retry_at)
-        return 0
 
     def _message(
         self, item: Notification, record: InterruptRecord, workflow_id: str, now: datetime
