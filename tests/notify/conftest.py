@@ -80,13 +80,18 @@ class Webhook:
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
-        received = self.bodies
+        self.redirect_to: str | None = None
+        received, hook = self.bodies, self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 received.append(json.loads(self.rfile.read(length)))
-                self.send_response(200)
+                if hook.redirect_to:
+                    self.send_response(307)
+                    self.send_header("Location", hook.redirect_to)
+                else:
+                    self.send_response(200)
                 self.end_headers()
 
             def log_message(self, *args: Any) -> None:

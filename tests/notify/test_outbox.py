@@ -385,3 +385,26 @@ def test_an_unexpected_error_at_delivery_is_retried_then_dead_lettered(
         assert host.snapshot(run_id)["status"] == "waiting-approval"
     finally:
         host.saver.close()
+
+
+def test_a_webhook_redirect_is_never_followed(host: WopHost, smtp: Smtp, webhook: Webhook) -> None:
+    target = Webhook()
+    target.thread.start()
+    try:
+        webhook.redirect_to = f"http://127.0.0.1:{target.port}/elsewhere"
+        ports = frozenset({webhook.port, target.port})
+        notes = notifier(
+            smtp,
+            host,
+            NotifyPolicy(attempts=1),
+            apprise={"alice": f"json://127.0.0.1:{webhook.port}/hook?redirect=yes"},
+            allow=AllowList(loopback_http_ports=ports),
+        )
+        run_id = run(host, "redirect", approvers=["alice"], timeout=600)
+        assert notes.deliver_due() == 0
+        assert len(webhook.bodies) == 1 and target.bodies == []
+        (dead,) = notes.dead_letters(run_id)
+        assert "Apprise could not deliver" in (dead.last_error or "")
+    finally:
+        target.server.shutdown()
+        target.server.server_close()

@@ -5,7 +5,9 @@ retry could help. Generic webhook URLs (Apprise's ``json://``, ``xml://``, ``for
 ``s`` variants) go to an address the operator's directory names: their host is resolved and
 every address passes the egress guard that callbacks pass (a loopback receiver only with a
 test-only :class:`~wop_langgraph.protocol.egress.AllowList`). Named services (Slack, Teams,
-ntfy, ...) are sent to the service's own endpoint by Apprise.
+ntfy, ...) are sent to the service's own endpoint by Apprise. Redirects are never followed.
+The guard checks the addresses once; Apprise resolves the name again when it connects (unlike
+callbacks, which connect to the checked address).
 """
 
 from __future__ import annotations
@@ -158,9 +160,13 @@ class AppriseChannel:
         import apprise
 
         self.check(url)
-        sender = apprise.Apprise()
+        # Like callbacks, never follow a redirect: it could lead past the egress guard.
+        sender = apprise.Apprise(asset=apprise.AppriseAsset(http_redirects=False))
         if not sender.add(url):
             raise SendError("Apprise does not understand this URL", permanent=True)
+        for plugin in sender:
+            if hasattr(plugin, "redirects"):
+                plugin.redirects = False  # also when the URL itself asks for redirect=yes
         with apprise.LogCapture(level=apprise.logging.WARNING) as log:  # type: ignore[no-untyped-call]
             ok = sender.notify(body=message.text, title=message.subject)
             captured = log.getvalue() if hasattr(log, "getvalue") else ""
