@@ -67,31 +67,36 @@ class Notification:
     sent_at: datetime | None
 
 
-def insert_planned(conn: Connection, planned: Sequence[Planned], *, now: datetime) -> int:
-    """Insert the planned rows that are not in the outbox yet; returns how many were new."""
+def insert_planned(conn: Connection, planned: Sequence[Planned], *, now: datetime) -> None:
+    """Insert the planned rows that are not in the outbox yet (one statement, many parameter sets)."""
+    if not planned:
+        return
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    new = 0
-    for item in planned:
-        statement = (
-            dialect.insert(_t)
-            .values(
-                notification_id=uuid.uuid4().hex,
-                run_id=item.run_id,
-                interrupt_id=item.interrupt_id,
-                interrupt_key=item.interrupt_key,
-                recipient=item.recipient,
-                purpose=item.purpose,
-                state="pending",
-                addresses=list(item.addresses),
-                attempts=0,
-                due_at=item.due_at,
-                created_at=now,
-                updated_at=now,
-            )
-            .on_conflict_do_nothing(index_elements=["interrupt_key", "recipient", "purpose"])
-        )
-        new += conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount == 1
-    return new
+    statement = dialect.insert(_t).on_conflict_do_nothing(
+        index_elements=["interrupt_key", "recipient", "purpose"]
+    )
+    rows = [
+        {
+            "notification_id": uuid.uuid4().hex,
+            "run_id": item.run_id,
+            "interrupt_id": item.interrupt_id,
+            "interrupt_key": item.interrupt_key,
+            "recipient": item.recipient,
+            "purpose": item.purpose,
+            "state": "pending",
+            "addresses": list(item.addresses),
+            "delivered": None,
+            "attempts": 0,
+            "last_error": None,
+            "due_at": item.due_at,
+            "lease_until": None,
+            "created_at": now,
+            "updated_at": now,
+            "sent_at": None,
+        }
+        for item in planned
+    ]
+    conn.execute(statement, rows)
 
 
 def _due(now: datetime) -> Any:
