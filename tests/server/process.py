@@ -37,6 +37,25 @@ def served(
 
     ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``),
     ``extra_env`` to its environment.
+    """
+    with served_process(db_url, target=target, sweep=sweep, extra_args=extra_args, extra_env=extra_env) as (
+        base,
+        _,
+    ):
+        yield base
+
+
+@contextmanager
+def served_process(
+    db_url: str,
+    *,
+    target: str = "tests.server.graphs:WORKFLOWS",
+    sweep: float = 0,
+    extra_args: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Like :func:`served`, also yielding the process (a crash test may SIGKILL it).
+
     Links are built on the server's own address (``WOP_PUBLIC_URL``), as a deployment would
     configure its public origin.
     """
@@ -78,7 +97,7 @@ def served(
             if time.monotonic() > deadline:
                 raise RuntimeError("the server did not start within 60 s")
             time.sleep(0.1)
-        yield base
+        yield base, process
     finally:
         process.terminate()
         try:

@@ -157,8 +157,12 @@ class AppriseChannel:
         Raises:
             SendError: an unusable URL or a refused address (permanent), or a failed send.
         """
-        import apprise
-
+        try:
+            import apprise
+        except ImportError:
+            raise SendError(
+                "Apprise URLs need the 'notify' extra: pip install 'wop-langgraph[notify]'", permanent=True
+            ) from None
         self.check(url)
         # Like callbacks, never follow a redirect: it could lead past the egress guard.
         sender = apprise.Apprise(asset=apprise.AppriseAsset(http_redirects=False))
