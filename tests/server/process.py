@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,12 +31,17 @@ def served(
     target: str = "tests.server.graphs:WORKFLOWS",
     sweep: float = 0,
     extra_args: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """A server process over ``db_url``; yields its base URL and stops it afterwards.
 
-    ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``).
+    ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``),
+    ``extra_env`` to its environment.
     """
-    with served_process(db_url, target=target, sweep=sweep, extra_args=extra_args) as (base, _):
+    with served_process(db_url, target=target, sweep=sweep, extra_args=extra_args, extra_env=extra_env) as (
+        base,
+        _,
+    ):
         yield base
 
 
@@ -47,6 +52,7 @@ def served_process(
     target: str = "tests.server.graphs:WORKFLOWS",
     sweep: float = 0,
     extra_args: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Like :func:`served`, also yielding the process (a crash test may SIGKILL it).
 
@@ -62,6 +68,7 @@ def served_process(
         "WOP_API_KEYS": API_KEYS,
         "WOP_SWEEP_INTERVAL_SECONDS": str(sweep),
         "WOP_PUBLIC_URL": base,
+        **(extra_env or {}),
     }
     command = [
         sys.executable,
