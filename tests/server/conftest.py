@@ -99,6 +99,20 @@ async def at_rest(
         await asyncio.sleep(0.02)
 
 
+async def started_run(
+    client: httpx.AsyncClient, workflow: str = "review", headers: dict[str, str] | None = None, **body: Any
+) -> tuple[str, dict[str, Any]]:
+    """Create a run; return its id and its snapshot once at rest.
+
+    Checks the answer is the one given at commit (201, ``pending`` or ``running``).
+    """
+    response = await client.post("/runs", json={"workflowId": workflow, **body}, headers=headers or ALICE)
+    assert response.status_code == 201, response.text
+    assert response.json()["status"] in ("pending", "running"), response.text
+    run_id = str(response.json()["runId"])
+    return run_id, await at_rest(client, run_id, headers)
+
+
 def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
     """The response is the official error envelope with ``code``, ``status`` and the version header."""
     assert response.status_code == status, response.text

@@ -9,16 +9,16 @@ import httpx
 from fastapi import FastAPI
 
 from tests.official import official_errors
-from tests.server.conftest import ALICE, READER, assert_error
+from tests.server.conftest import ALICE, READER, assert_error, at_rest, started_run
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server.state import ServerState
 from wop_langgraph.tokens import mint, verify
 
 
 async def suspended(client: httpx.AsyncClient, workflow: str = "review") -> str:
-    response = await client.post("/runs", json={"workflowId": workflow}, headers=ALICE)
-    assert response.status_code == 201, response.text
-    return str(response.json()["runId"])
+    run_id, snapshot = await started_run(client, workflow)
+    assert snapshot["status"] == "waiting-approval"
+    return run_id
 
 
 async def token_for(
@@ -46,7 +46,8 @@ async def test_mint_inspect_resolve(client: httpx.AsyncClient, app: FastAPI) -> 
     assert official_errors("suspend-request.schema.json", payload) == []
     resolved = await client.post(f"/interrupts/{minted['token']}", json={"resumeValue": {"action": "accept"}})
     assert resolved.status_code == 200, resolved.text
-    assert resolved.json() == {"runId": run_id, "nodeId": "review", "status": "waiting-input"}
+    assert resolved.json() == {"runId": run_id, "nodeId": "review", "status": "running"}
+    assert (await at_rest(client, run_id))["status"] == "waiting-input"
     again = await client.post(f"/interrupts/{minted['token']}", json={"resumeValue": {"action": "accept"}})
     assert_error(again, 409, "interrupt_already_resolved")
     assert_error(await client.get(f"/interrupts/{minted['token']}"), 409, "interrupt_already_resolved")
@@ -67,7 +68,8 @@ async def test_two_links_are_two_voters_toward_a_quorum(client: httpx.AsyncClien
     assert repeat.json()["status"] == "waiting-approval"  # the same link is the same voter
     decided = await client.post(f"/interrupts/{second['token']}", json=vote)
     assert decided.status_code == 200, decided.text
-    assert decided.json()["status"] == "completed"
+    assert decided.json()["status"] == "running"
+    assert (await at_rest(client, run_id))["status"] == "completed"
 
 
 async def test_token_refusals(client: httpx.AsyncClient, app: FastAPI) -> None:
@@ -153,6 +155,7 @@ async def test_reviewer_page(client: httpx.AsyncClient) -> None:
     )
     assert done.status_code == 200
     assert "Decision recorded: <strong>Accepted</strong>" in done.text
+    assert (await at_rest(client, run_id))["status"] == "waiting-input"
     used = await client.get(f"/interrupts/{minted['token']}", headers={"Accept": "text/html"})
     assert used.status_code == 409
     assert "already answered" in used.text and "Traceback" not in used.text
