@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from wop_langgraph._clock import iso_z
+from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.validation import check_resume_value, require_json
@@ -248,7 +248,7 @@ class Resolver:
             current = lock_interrupt(conn, target.interrupt_id)
             if current is None or not current.is_pending:
                 raise InterruptAlreadyResolved("the interrupt was resolved meanwhile")
-            if current.deadline is not None and now >= current.deadline:
+            if current.deadline is not None and as_utc(now) >= as_utc(current.deadline):
                 _time_out(conn, current, now)
                 enqueue(conn, current.run_id, now=now, running=True)
                 return True, "timed-out"
