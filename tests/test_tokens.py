@@ -30,6 +30,7 @@ SECRET_NEW = "new-secret-0123456789abcdef"
 SECRET_OLD = "old-secret-0123456789abcdef"
 KEYS = SigningKeys({"k2": SECRET_NEW, "k1": SECRET_OLD})
 B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+NONCE = "n0nce-0123456789abcdefg"
 
 
 def b64(data: bytes) -> str:
@@ -53,6 +54,7 @@ def good_body(**changes: Any) -> dict[str, Any]:
         "interruptId": "k-1",
         "expiresAt": "2025-06-01T12:30:00.000Z",
         "intent": "resolve",
+        "nonce": NONCE,
     }
     body.update(changes)
     return body
@@ -81,20 +83,36 @@ def test_round_trip() -> None:
     assert token.token.startswith("ow2.hs256.k2.")
     assert token.expires_at == NOW + DEFAULT_TTL
     claims = verify(KEYS, token.token, now=NOW)
-    assert claims == TokenClaims("acme/run-1", "review", "k-1", NOW + timedelta(minutes=30), "resolve", "k2")
+    assert claims == TokenClaims(
+        "acme/run-1", "review", "k-1", NOW + timedelta(minutes=30), "resolve", "k2", token.claims.nonce
+    )
     assert claims == token.claims
+    assert claims.approver is None
+    assert len(claims.nonce) == 22  # 128 random bits, base64url
+
+
+def test_approver_round_trips() -> None:
+    token = minted(approver="alice@acme.test")
+    assert verify(KEYS, token.token, now=NOW).approver == "alice@acme.test"
+    assert token.claims.approver == "alice@acme.test"
+
+
+def test_every_mint_is_unique_even_with_identical_arguments() -> None:
+    tokens = {minted().token for _ in range(2000)}
+    assert len(tokens) == 2000
+    assert len({verify(KEYS, t, now=NOW).nonce for t in tokens}) == 2000
 
 
 def test_payload_is_canonical_json_and_mac_is_hmac_sha256_over_the_signed_text() -> None:
-    token = minted(interrupt_id="ключ-1").token
+    token = minted(interrupt_id="ключ-1", nonce=NONCE, approver="bob").token
     prefix, alg, kid, payload, mac = token.split(".")
     assert (prefix, alg, kid) == ("ow2", "hs256", "k2")
     raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
     assert (
         raw
         == (
-            '{"expiresAt":"2025-06-01T12:30:00.000Z","intent":"resolve","interruptId":"ключ-1",'
-            '"nodeId":"review","runId":"acme/run-1"}'
+            '{"approver":"bob","expiresAt":"2025-06-01T12:30:00.000Z","intent":"resolve",'
+            f'"interruptId":"ключ-1","nodeId":"review","nonce":"{NONCE}","runId":"acme/run-1"}}'
         ).encode()
     )
     assert "=" not in payload + mac
@@ -170,6 +188,14 @@ def test_cap_is_never_exceeded_by_rounding() -> None:
         ({"interrupt_id": "x" * 257}, "longer than 256"),
         ({"interrupt_id": "\ud800"}, "surrogates"),
         ({"node_id": "n" * MAX_TOKEN_LENGTH}, "over 4096"),
+        ({"approver": ""}, "approver must be a subjectId"),
+        ({"approver": "a b"}, "approver must be a subjectId"),
+        ({"approver": "acme/alice"}, "approver must be a subjectId"),
+        ({"approver": "a\x00"}, "approver must be a subjectId"),
+        ({"approver": "\ud800"}, "approver must be a subjectId"),
+        ({"approver": "a" * 257}, "approver must be a subjectId"),
+        ({"nonce": "short"}, "nonce must be"),
+        ({"nonce": "n" * 21 + "="}, "nonce must be"),
     ],
 )
 def test_mint_refuses_bad_arguments(kwargs: dict[str, Any], fragment: str) -> None:
@@ -280,6 +306,16 @@ def test_expiry_is_checked_only_after_the_mac() -> None:
         payload_of(good_body(expiresAt="２０２５-06-01T12:30:00Z")),
         payload_of({k: v for k, v in good_body().items() if k != "intent"}),
         payload_of(good_body(extra=1)),
+        payload_of({k: v for k, v in good_body().items() if k != "nonce"}),  # minted before nonces
+        payload_of(good_body(nonce="")),
+        payload_of(good_body(nonce="short")),
+        payload_of(good_body(nonce=12345678901234567890123)),
+        payload_of(good_body(nonce="n" * 65)),
+        payload_of(good_body(approver="")),
+        payload_of(good_body(approver=None)),
+        payload_of(good_body(approver=["alice"])),
+        payload_of(good_body(approver="a b")),
+        payload_of(good_body(approver="a\u0000")),
         payload_of([good_body()]),
         payload_of("resolve"),
         b64(
@@ -300,8 +336,10 @@ def test_a_hand_signed_payload_verifies() -> None:
     """The independent signer agrees with verify, so the format is what the design says."""
     claims = verify(KEYS, sign(SECRET_OLD, "k1", payload_of(good_body(intent="inspect"))), now=NOW)
     assert claims == TokenClaims(
-        "acme/run-1", "review", "k-1", datetime(2025, 6, 1, 12, 30, tzinfo=UTC), "inspect", "k1"
+        "acme/run-1", "review", "k-1", datetime(2025, 6, 1, 12, 30, tzinfo=UTC), "inspect", "k1", NONCE
     )
+    with_approver = sign(SECRET_NEW, "k2", payload_of(good_body(approver="alice")))
+    assert verify(KEYS, with_approver, now=NOW).approver == "alice"
 
 
 # --- rotation and intent ----------------------------------------------------------------------

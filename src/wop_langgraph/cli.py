@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run one approval end to end on an embedded SQLite file")
     demo.add_argument("--db", type=Path, default=None, help="SQLite file to keep (default: a temporary one)")
-    commands.add_parser("serve", help="serve registered graphs over HTTP (MODULE:ATTR [--db URL] ...)")
+    commands.add_parser(
+        "serve", help="serve registered graphs over HTTP ([MODULE:ATTR] [--definitions DIR] [--db URL] ...)"
+    )
     commands.add_parser("worker", help="drive queued runs in this process (MODULE:ATTR [--db URL] ...)")
     parsed = parser.parse_args(args)
     if parsed.command == "demo":

@@ -1,9 +1,12 @@
 """Signed interrupt tokens (``ow2``): mint and verify, with key rotation by ``kid``.
 
 A token is ``ow2.hs256.<kid>.<payload>.<mac>`` where ``payload`` is the base64url (no padding) of
-the canonical JSON ``{runId, nodeId, interruptId, expiresAt, intent}`` and ``mac`` is the base64url
-(no padding) of HMAC-SHA256 under the secret named by ``kid`` over the ASCII text
-``ow2.hs256.<kid>.<payload>``. The format is fixed by ARCHITECTURE.md ("Decisions already taken").
+the canonical JSON ``{runId, nodeId, interruptId, expiresAt, intent, nonce, approver?}`` and ``mac``
+is the base64url (no padding) of HMAC-SHA256 under the secret named by ``kid`` over the ASCII text
+``ow2.hs256.<kid>.<payload>``. The format is fixed by ARCHITECTURE.md ("Decisions already taken");
+``nonce`` (128 random bits) makes every minted token unique, and ``approver`` names the subject a
+link was minted for, whose vote it casts. A payload without a nonce (minted before nonces existed)
+is refused like any other malformed payload.
 
 The module is pure: no I/O, and every function that needs the time takes ``now``. Verification is
 stateless; whether the interrupt is still pending is the host's question, asked afterwards.
@@ -17,6 +20,7 @@ import hashlib
 import hmac
 import json
 import re
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -31,6 +35,7 @@ __all__ = [
     "MintedToken",
     "SigningKeys",
     "TokenClaims",
+    "is_approver",
     "mint",
     "require_intent",
     "verify",
@@ -52,7 +57,13 @@ _KID = re.compile(r"[A-Za-z0-9_~-]{1,128}")
 _B64URL = re.compile(r"[A-Za-z0-9_-]+")
 _MAC_LENGTH: Final = 43  # base64url of 32 bytes, without padding
 _EXPIRES_AT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z", re.ASCII)
-_PAYLOAD_MEMBERS: Final = frozenset({"runId", "nodeId", "interruptId", "expiresAt", "intent"})
+_PAYLOAD_MEMBERS: Final = frozenset({"runId", "nodeId", "interruptId", "expiresAt", "intent", "nonce"})
+_ALL_MEMBERS: Final = _PAYLOAD_MEMBERS | {"approver"}
+_NONCE = re.compile(r"[A-Za-z0-9_-]{22,64}")
+_NONCE_BYTES: Final = 16
+# The subjectId grammar (no whitespace, no '/'), minus control characters and lone surrogates,
+# which no approver list can name and some databases cannot store.
+_APPROVER = re.compile(r"[^\s/\x00-\x1f\x7f-\x9f\ud800-\udfff]{1,256}")
 
 
 class SigningKeys:
@@ -144,7 +155,11 @@ class SigningKeys:
 
 @dataclass(frozen=True, slots=True)
 class TokenClaims:
-    """What a verified token says: which interrupt, until when, for what, and under which kid."""
+    """What a verified token says: which interrupt, until when, for what, under which kid, for whom.
+
+    ``approver`` is the subject the token was minted for (``None``: an anonymous link);
+    ``nonce`` is the random value that makes the token unique.
+    """
 
     run_id: str
     node_id: str
@@ -152,6 +167,8 @@ class TokenClaims:
     expires_at: datetime
     intent: Intent
     kid: str
+    nonce: str
+    approver: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,17 +190,22 @@ def mint(
     now: datetime,
     ttl: timedelta = DEFAULT_TTL,
     not_after: datetime | None = None,
+    approver: str | None = None,
+    nonce: str | None = None,
 ) -> MintedToken:
     """Sign a token for one interrupt with the first key of ``keys``.
 
     The token expires ``ttl`` after ``now`` (30 minutes by default), or at ``not_after`` (the
     interrupt's deadline from ``timeoutMs``) when that comes first. ``expiresAt`` is written with
-    millisecond precision, rounded down so it never passes the cap.
+    millisecond precision, rounded down so it never passes the cap. ``approver`` names the subject
+    the token is for (checked against the gate by the caller, not here). Every call draws a fresh
+    128-bit ``nonce`` unless one is given (tests), so two mints never produce the same token.
 
     Raises:
         ValueError: naive datetimes, a ``ttl`` <= 0, a ``not_after`` not after ``now``, an unknown
-            intent, empty ids, an ``interrupt_id`` over 256 characters, or a token that would exceed
-            :data:`MAX_TOKEN_LENGTH`.
+            intent, empty ids, an ``interrupt_id`` over 256 characters, an approver outside the
+            subjectId grammar, a nonce outside ``[A-Za-z0-9_-]{22,64}``, or a token that would
+            exceed :data:`MAX_TOKEN_LENGTH`.
     """
     now = _aware(now, "now")
     if ttl <= timedelta(0):
@@ -204,19 +226,28 @@ def mint(
     problem = _ids_problem(run_id, node_id, interrupt_id)
     if problem:
         raise ValueError(f"mint: {problem}")
+    if approver is not None and not is_approver(approver):
+        raise ValueError("mint: approver must be a subjectId (1..256 characters, no whitespace or '/')")
+    nonce = secrets.token_urlsafe(_NONCE_BYTES) if nonce is None else nonce
+    if not _NONCE.fullmatch(nonce):
+        raise ValueError("mint: nonce must be 22..64 characters of unpadded base64url")
 
     kid = keys.signing_kid
-    claims = TokenClaims(run_id, node_id, interrupt_id, expires_at, intent, kid)
+    claims = TokenClaims(run_id, node_id, interrupt_id, expires_at, intent, kid, nonce, approver)
+    body = {
+        "runId": run_id,
+        "nodeId": node_id,
+        "interruptId": interrupt_id,
+        "expiresAt": _format_time(expires_at),
+        "intent": intent,
+        "nonce": nonce,
+    }
+    if approver is not None:
+        body["approver"] = approver
     # Canonical JSON: sorted members, no whitespace, UTF-8; for string-only members this is the
     # RFC 8785 form, so another implementation can rebuild the same bytes.
     payload_json = json.dumps(
-        {
-            "runId": run_id,
-            "nodeId": node_id,
-            "interruptId": interrupt_id,
-            "expiresAt": _format_time(expires_at),
-            "intent": intent,
-        },
+        body,
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
@@ -280,6 +311,11 @@ def verify(keys: SigningKeys, token: str, *, now: datetime) -> TokenClaims:
     return claims
 
 
+def is_approver(text: object) -> bool:
+    """Whether ``text`` can name the approver of a token (a subjectId without control characters)."""
+    return isinstance(text, str) and _APPROVER.fullmatch(text) is not None
+
+
 def require_intent(claims: TokenClaims, intent: Intent) -> None:
     """Check that a token may be used for ``intent``.
 
@@ -301,11 +337,18 @@ def _decode_payload(payload: str, kid: str) -> TokenClaims:
         body = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     except (binascii.Error, ValueError, RecursionError) as exc:
         raise _invalid("payload", "the token's payload is not base64url-encoded JSON") from exc
-    if not isinstance(body, dict) or body.keys() != _PAYLOAD_MEMBERS:
+    if not isinstance(body, dict) or not _PAYLOAD_MEMBERS <= body.keys() <= _ALL_MEMBERS:
         raise _invalid("payload", "the token's payload does not have exactly the expected members")
     run_id, node_id, interrupt_id = body["runId"], body["nodeId"], body["interruptId"]
-    expires_text, intent = body["expiresAt"], body["intent"]
-    if _ids_problem(run_id, node_id, interrupt_id) or intent not in get_args(Intent):
+    expires_text, intent, nonce = body["expiresAt"], body["intent"], body["nonce"]
+    approver = body.get("approver")
+    if (
+        _ids_problem(run_id, node_id, interrupt_id)
+        or intent not in get_args(Intent)
+        or not isinstance(nonce, str)
+        or not _NONCE.fullmatch(nonce)
+        or ("approver" in body and not is_approver(approver))
+    ):
         raise _invalid("payload", "the token's payload members have the wrong types or values")
     if not isinstance(expires_text, str) or not _EXPIRES_AT.fullmatch(expires_text):
         raise _invalid("payload", "the token's expiresAt is not an ISO 8601 UTC timestamp ending in Z")
@@ -313,7 +356,7 @@ def _decode_payload(payload: str, kid: str) -> TokenClaims:
         expires_at = datetime.fromisoformat(expires_text[:-1] + "+00:00")
     except ValueError as exc:
         raise _invalid("payload", "the token's expiresAt is not a valid date and time") from exc
-    return TokenClaims(run_id, node_id, interrupt_id, expires_at, intent, kid)
+    return TokenClaims(run_id, node_id, interrupt_id, expires_at, intent, kid, nonce, approver)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -22,7 +22,8 @@ def test_expired_approval_is_rejected(host: WopHost, on_timeout: str | None) -> 
     run_id, _ = start(host, approval_graph(timeout=60, on_timeout=on_timeout))
     (gate,) = host.pending_interrupts(run_id)
     assert gate.payload["timeoutMs"] == 60_000
-    assert gate.payload["data"].get("onTimeout") == on_timeout
+    # "approve" is emitted as "reject" (a host MUST treat it so and SHOULD NOT emit it).
+    assert gate.payload["data"].get("onTimeout") == ("reject" if on_timeout == "approve" else on_timeout)
 
     assert host.sweep(now=datetime.now(UTC)) == 0  # not yet
     assert host.sweep(now=later()) == 1

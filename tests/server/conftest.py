@@ -21,11 +21,17 @@ API_KEYS = ";".join(
         "alice-key=acme:alice:runs:create+runs:read+runs:cancel+approvals:respond",
         "reader-key=acme:rita:runs:read",
         "bob-key=globex:bob:runs:create+runs:read+runs:cancel+approvals:respond",
+        # acme's second reviewer, and a dispatcher that mints each reviewer's own link
+        "acme-bob-key=acme:bob:runs:read+approvals:respond",
+        "mailer-key=acme:mailer:runs:read+approvals:respond+approvals:delegate",
     ]
 )
 ALICE = {"Authorization": "Bearer alice-key"}
 READER = {"Authorization": "Bearer reader-key"}
 BOB = {"Authorization": "Bearer bob-key"}
+ACME_BOB = {"Authorization": "Bearer acme-bob-key"}
+MAILER = {"Authorization": "Bearer mailer-key"}
+PUBLIC_URL = "https://wop.example.test"
 V2 = {"OpenWOP-Version": "2"}
 
 
@@ -35,6 +41,7 @@ def make_settings(db_url: str, **overrides: Any) -> Settings:
         "signing_keys": SIGNING_KEYS,
         "api_keys": API_KEYS,
         "sweep_interval_seconds": 0,
+        "public_url": PUBLIC_URL,
         **overrides,
     }
     return Settings(**values)

@@ -39,14 +39,18 @@ def served(
     """A server process over ``db_url``; yields its base URL and stops it afterwards.
 
     ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``).
+    Links are built on the server's own address (``WOP_PUBLIC_URL``), as a deployment would
+    configure its public origin.
     """
     port = free_port()
+    base = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
         "WOP_SIGNING_KEYS": SIGNING_KEYS,
         "WOP_API_KEYS": API_KEYS,
         "WOP_SWEEP_INTERVAL_SECONDS": str(sweep),
+        "WOP_PUBLIC_URL": base,
     }
     command = [
         sys.executable,
@@ -62,7 +66,6 @@ def served(
         *extra_args,
     ]
     process = subprocess.Popen(command, env=env, cwd=REPO)
-    base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -92,7 +92,8 @@ async def test_callback_is_signed_retried_and_its_token_resolves(
             )
             assert headers["openwop-signature"] == "sha256=" + expected.hexdigest()
             body = json.loads(raw)
-            assert set(body) == {"runId", "nodeId", "interrupt", "token", "url"}
+            assert set(body) == {"runId", "nodeId", "interrupt", "token", "intent", "url"}
+            assert body["intent"] == "resolve"  # a single-approval gate: the callback may decide it
             assert body["runId"] == created.json()["runId"] and body["nodeId"] == "review"
             assert body["interrupt"]["kind"] == "approval"
             assert body["url"] == f"https://wop.example.com/interrupts/{body['token']}"
@@ -101,6 +102,40 @@ async def test_callback_is_signed_retried_and_its_token_resolves(
             )
             assert resolved.status_code == 200 and resolved.json()["status"] == "running"
             assert (await at_rest(client, body["runId"]))["status"] == "completed"
+
+
+async def test_callback_for_a_vote_counting_gate_carries_no_vote_and_no_guessed_url(
+    host: WopHost, db_url: str
+) -> None:
+    receiver = Receiver([200])
+    try:
+        settings = make_settings(
+            db_url,
+            callback_allow=AllowList(loopback_http_ports=frozenset({receiver.port})),
+            public_url=None,
+        )
+        app = create_app(host, settings)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://evil.example") as client:
+                url = f"http://127.0.0.1:{receiver.port}/hook"
+                created = await client.post(
+                    "/runs", json={"workflowId": "quorum", "callbackUrl": url}, headers=ALICE
+                )
+                assert created.status_code == 201, created.text
+                assert await asyncio.to_thread(receiver.arrived.wait, 10)
+                body = json.loads(receiver.received[-1][1])
+                # No public URL: no link at all (never one built on a request's Host).
+                assert set(body) == {"runId", "nodeId", "interrupt", "token", "intent"}
+                assert body["intent"] == "inspect"
+                assert (await client.get(f"/interrupts/{body['token']}")).status_code == 200
+                vote = await client.post(
+                    f"/interrupts/{body['token']}", json={"resumeValue": {"action": "accept"}}
+                )
+                assert vote.status_code == 403 and vote.json()["error"] == "forbidden"
+                assert host.pending_interrupts(created.json()["runId"])[0].votes in (None, [])
+    finally:
+        receiver.close()
 
 
 async def test_callback_redirects_are_not_followed(host: WopHost, db_url: str) -> None:

@@ -9,8 +9,21 @@ import httpx
 from fastapi import FastAPI
 
 from tests.official import official_errors
-from tests.server.conftest import ALICE, READER, assert_error, at_rest, started_run
+from tests.server.conftest import (
+    ACME_BOB,
+    ALICE,
+    MAILER,
+    PUBLIC_URL,
+    READER,
+    assert_error,
+    at_rest,
+    make_settings,
+    started_run,
+)
+from tests.server.quorum_graphs import pair_graph
+from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.ids import project_id
+from wop_langgraph.server import create_app
 from wop_langgraph.server.state import ServerState
 from wop_langgraph.tokens import mint, verify
 
@@ -22,10 +35,14 @@ async def suspended(client: httpx.AsyncClient, workflow: str = "review") -> str:
 
 
 async def token_for(
-    client: httpx.AsyncClient, run_id: str, node: str = "review", **body: object
+    client: httpx.AsyncClient,
+    run_id: str,
+    node: str = "review",
+    headers: dict[str, str] = ALICE,
+    **body: object,
 ) -> dict[str, str]:
     response = await client.post(
-        f"/runs/{project_id(run_id)}/interrupts/{node}/tokens", json=body, headers=ALICE
+        f"/runs/{project_id(run_id)}/interrupts/{node}/tokens", json=body, headers=headers
     )
     assert response.status_code == 201, response.text
     return dict(response.json())
@@ -34,7 +51,8 @@ async def token_for(
 async def test_mint_inspect_resolve(client: httpx.AsyncClient, app: FastAPI) -> None:
     run_id = await suspended(client)
     minted = await token_for(client, run_id)
-    assert minted["url"].endswith(f"/interrupts/{minted['token']}")
+    assert minted["url"] == f"{PUBLIC_URL}/interrupts/{minted['token']}"
+    assert "approver" not in minted
     state: ServerState = app.state.wop
     claims = verify(state.signing_keys, minted["token"], now=state.host.clock())
     assert claims.kid == "k2"
@@ -53,23 +71,105 @@ async def test_mint_inspect_resolve(client: httpx.AsyncClient, app: FastAPI) -> 
     assert_error(await client.get(f"/interrupts/{minted['token']}"), 409, "interrupt_already_resolved")
     events = (await client.get(f"/runs/{project_id(run_id)}/events/poll?timeout=0", headers=READER)).json()
     resolved_event = next(e for e in events["events"] if e["type"] == "interrupt.resolved")
-    # The holder of this link, not of the signing key: two links are two voters.
+    # An anonymous link (a single-approval gate) acts as the link itself.
     digest = hashlib.sha256(minted["token"].encode()).hexdigest()[:24]
     assert resolved_event["payload"]["resolvedBy"]["subjectId"] == f"token:{digest}"
 
 
-async def test_two_links_are_two_voters_toward_a_quorum(client: httpx.AsyncClient) -> None:
+async def test_links_for_two_approvers_count_two_votes_and_one_approver_one(
+    client: httpx.AsyncClient,
+) -> None:
     run_id = await suspended(client, "quorum")
-    first, second = await token_for(client, run_id), await token_for(client, run_id)
+    alices = [await token_for(client, run_id, approver="alice") for _ in range(3)]
+    assert [m["approver"] for m in alices] == ["alice"] * 3
     vote = {"resumeValue": {"action": "accept"}}
-    undecided = await client.post(f"/interrupts/{first['token']}", json=vote)
-    assert undecided.json()["status"] == "waiting-approval"
-    repeat = await client.post(f"/interrupts/{first['token']}", json=vote)
-    assert repeat.json()["status"] == "waiting-approval"  # the same link is the same voter
-    decided = await client.post(f"/interrupts/{second['token']}", json=vote)
+    for link in alices:  # three links, one approver: one vote
+        undecided = await client.post(f"/interrupts/{link['token']}", json=vote)
+        assert undecided.status_code == 200, undecided.text
+        assert undecided.json()["status"] == "waiting-approval"
+    bobs = await token_for(client, run_id, headers=MAILER, approver="bob")
+    decided = await client.post(f"/interrupts/{bobs['token']}", json=vote)
     assert decided.status_code == 200, decided.text
     assert decided.json()["status"] == "running"
     assert (await at_rest(client, run_id))["status"] == "completed"
+    events = (await client.get(f"/runs/{project_id(run_id)}/events/poll?timeout=0", headers=READER)).json()
+    resolved = next(e for e in events["events"] if e["type"] == "interrupt.resolved")["payload"]
+    assert resolved["resolvedBy"] == {
+        "issuer": "urn:wop-langgraph:interrupt-token",
+        "subjectId": "bob",
+        "tenant": "acme",
+        "lane": "anonymous",
+        "kind": "user",
+    }
+
+
+async def test_minting_for_a_gate_that_counts_votes_names_an_eligible_approver(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    run_id = await suspended(client, "quorum")
+    wire = project_id(run_id)
+    url = f"/runs/{wire}/interrupts/review/tokens"
+    body = assert_error(await client.post(url, json={}, headers=ALICE), 400, "validation_error")
+    assert body["details"] == {"field": "approver"}
+    for bad in ("", "a b", "acme/alice", "x" * 257, "a\u0000"):
+        assert_error(await client.post(url, json={"approver": bad}, headers=ALICE), 400, "validation_error")
+    # alice may not mint bob's vote; bob may mint his own, a dispatcher anyone's.
+    forbidden = assert_error(
+        await client.post(url, json={"approver": "bob"}, headers=ALICE), 403, "forbidden"
+    )
+    assert forbidden["details"]["requiredScope"] == "approvals:delegate"
+    assert (await client.post(url, json={"approver": "bob"}, headers=ACME_BOB)).status_code == 201
+    assert (await client.post(url, json={"approver": "zoe"}, headers=MAILER)).status_code == 201
+    # An inspect link needs no approver: it cannot vote.
+    assert (await client.post(url, json={"intent": "inspect"}, headers=ALICE)).status_code == 201
+    # A link that names no approver (as a foreign minter might make) cannot vote on such a gate.
+    state: ServerState = app.state.wop
+    record = state.host.pending_interrupts(run_id)[0]
+    anonymous = mint(
+        state.signing_keys, run_id=run_id, node_id="review", interrupt_id=record.key, now=state.host.clock()
+    )
+    refused = await client.post(f"/interrupts/{anonymous.token}", json={"resumeValue": {"action": "accept"}})
+    assert_error(refused, 403, "forbidden")
+    assert state.host.pending_interrupts(run_id)[0].votes in (None, [])
+
+
+async def test_minting_for_an_approver_the_gate_does_not_name_is_refused(db_url: str) -> None:
+    host = WopHost.from_url(db_url)
+    host.register("pair", pair_graph())
+    app = create_app(host, make_settings(db_url))
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+            run_id = await suspended(client, "pair")
+            url = f"/runs/{project_id(run_id)}/interrupts/review/tokens"
+            for approver in ("mailer", "carol", "Alice"):
+                body = assert_error(
+                    await client.post(url, json={"approver": approver}, headers=MAILER), 403, "forbidden"
+                )
+                assert body["details"] == {"subjectId": approver}
+            # Nothing was minted or voted: alice's own link still works and is a single vote.
+            link = await token_for(client, run_id, approver="alice")
+            vote = await client.post(
+                f"/interrupts/{link['token']}", json={"resumeValue": {"action": "accept"}}
+            )
+            assert vote.json()["status"] == "waiting-approval"
+    finally:
+        host.saver.close()
+
+
+async def test_without_a_public_url_no_link_is_built_on_the_host_header(db_url: str, host: WopHost) -> None:
+    app = create_app(host, make_settings(db_url, public_url=None))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://evil.example"
+    ) as client:
+        run_id = await suspended(client)
+        response = await client.post(
+            f"/runs/{project_id(run_id)}/interrupts/review/tokens",
+            json={},
+            headers={**ALICE, "Host": "evil.example", "X-Forwarded-Host": "evil.example"},
+        )
+        body = assert_error(response, 422, "capability_not_provided")
+        assert body["details"] == {"setting": "WOP_PUBLIC_URL"}
+        assert "evil.example" not in response.text and "ow2." not in response.text
 
 
 async def test_token_refusals(client: httpx.AsyncClient, app: FastAPI) -> None:

@@ -19,21 +19,27 @@ import enum
 import hashlib
 import json
 import threading
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphRecursionError, UnknownInterruptError
+from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command
 from sqlalchemy import Connection, Engine, case, select, update
 
-from wop_langgraph.nodes._context import CONTEXT_KEY, RunContext
+from wop_langgraph.adapters import is_bare, to_node_value
+from wop_langgraph.host.errors_public import public_error
+from wop_langgraph.nodes._context import (
+    CONTEXT_KEY,
+    NODE_FAILED_CHANNEL,
+    NODE_OUTPUTS_CHANNEL,
+    NODE_TYPE_METADATA,
+    RunContext,
+)
 from wop_langgraph.nodes._suspend import Delivery
-from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events
@@ -64,20 +70,6 @@ def jsonable(value: Any) -> Any:
         return str(obj)
 
     return json.loads(json.dumps(value, default=default))
-
-
-def error_object(exc: BaseException) -> dict[str, Any]:
-    """The OpenWOP error object for an exception raised by a node or the graph."""
-    if isinstance(exc, WopError):
-        return exc.error_object()
-    if isinstance(exc, GraphRecursionError):
-        return {
-            "code": "recursion_limit_exceeded",
-            "message": str(exc) or "recursion limit",
-            "retryable": False,
-        }
-    message = "".join(traceback.format_exception_only(type(exc), exc)).strip() or type(exc).__name__
-    return {"code": "internal_error", "message": message, "retryable": False}
 
 
 class Pass(enum.Enum):
@@ -154,7 +146,7 @@ class GraphDriver:
             pending = interrupts_of_run(conn, self.run_id, statuses=["pending"])
         config = self._config()
         if undelivered:
-            values = {r.interrupt_id: _delivery(r).as_value() for r in undelivered}
+            values = {r.interrupt_id: _node_value(r) for r in undelivered}
             graph_input: Any = resume_command(undelivered, values)
         elif self.graph.checkpointer.get_tuple(config) is None:  # type: ignore[union-attr]
             graph_input = first_input if first_input is not None else {}
@@ -178,7 +170,12 @@ class GraphDriver:
             return self._stopped(claim)
         if failure is not None:
             error, failed_node = failure
-            self._finish(claim, "failed", error=error_object(error), failed_node=failed_node)
+            self._finish(
+                claim,
+                "failed",
+                error=public_error(error, run_id=self.run_id, node_id=failed_node),
+                failed_node=failed_node,
+            )
             return Pass.IDLE
         return self._settle(claim, config)
 
@@ -246,25 +243,38 @@ class GraphDriver:
                 payload = {"nodeId": name, "interruptId": record.interrupt_id}
                 self._append_once(NewEvent("node.resumed", payload, node_id=name), task_id)
             else:
-                payload = {"nodeId": name, "typeId": NODE_TYPE_ID}
+                payload = {"nodeId": name, "typeId": self._type_id(name)}
                 self._append_once(NewEvent("node.started", payload, node_id=name), task_id)
             return None
         if chunk["error"] is not None:
             error = chunk["error"]
-            obj = error_object(error) if isinstance(error, BaseException) else _text_error(error)
-            event = NewEvent("node.failed", {"nodeId": name, "error": obj, "attempts": 1}, node_id=name)
-            self._append_once(event, task_id)
+            obj = public_error(error, run_id=self.run_id, node_id=name)
+            self._append_once(_node_failed(name, obj), task_id)
             return name
         if chunk.get("interrupts"):
             return None
-        if task_id in self.context.routed_rejections:
+        result = chunk.get("result") or {}
+        failed = result.get(NODE_FAILED_CHANNEL) if isinstance(result, Mapping) else None
+        if isinstance(failed, dict) and name in failed:  # failed, and an edge admitting failure goes on
+            event = _node_failed(name, failed[name])
+        elif task_id in self.context.routed_rejections:
             # A rejected gate that continues on its route is still a failed source (interrupt.md).
             obj = {"code": "approval_rejected", "message": "the approval was rejected", "retryable": False}
-            event = NewEvent("node.failed", {"nodeId": name, "error": obj, "attempts": 1}, node_id=name)
+            event = _node_failed(name, obj)
         else:
-            event = NewEvent("node.completed", {"nodeId": name}, node_id=name)
+            completed: dict[str, Any] = {"nodeId": name}
+            outputs = result.get(NODE_OUTPUTS_CHANNEL) if isinstance(result, Mapping) else None
+            if isinstance(outputs, dict) and isinstance(outputs.get(name), dict):
+                completed["outputs"] = jsonable(outputs[name])
+            event = NewEvent("node.completed", completed, node_id=name)
         self._append_once(event, task_id)
         return None
+
+    def _type_id(self, name: str) -> str:
+        """The node's OpenWOP ``typeId`` when its graph names one (definitions), else ours."""
+        metadata = getattr(self.graph.nodes.get(name), "metadata", None) or {}
+        type_id = metadata.get(NODE_TYPE_METADATA)
+        return type_id if isinstance(type_id, str) else NODE_TYPE_ID
 
     def _append_once(self, event: NewEvent, task_id: str) -> None:
         """Append a task event unless a pass before a crash already did (same task, same type)."""
@@ -384,12 +394,23 @@ def resume_command(delivered: list[InterruptRecord], values: Mapping[str, Any]) 
     return Command(resume={r.lg_interrupt_id: values[r.interrupt_id] for r in delivered})
 
 
+def _node_failed(name: str, error: dict[str, Any]) -> NewEvent:
+    return NewEvent("node.failed", {"nodeId": name, "error": error, "attempts": 1}, node_id=name)
+
+
 def _dequeue(conn: Connection, claim: Claim) -> None:
     conn.execute(
         update(runs_table)
         .where(runs_table.c.run_id == claim.run_id, runs_table.c.lease_owner == claim.owner)
         .values(queued_at=None, lease_owner=None, lease_until=None)
     )
+
+
+def _node_value(record: InterruptRecord) -> Any:
+    """What the node's ``interrupt()`` returns: a bare interrupt gets its native value."""
+    if is_bare(record.payload):
+        return to_node_value(record.payload, record.resolution or {}, record.resume_value)
+    return _delivery(record).as_value()
 
 
 def _delivery(record: InterruptRecord) -> Delivery:
@@ -413,10 +434,6 @@ def _run_coroutine(coro: Any) -> Any:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="wop-async-drive") as pool:
         return pool.submit(asyncio.run, coro).result()
-
-
-def _text_error(error: Any) -> dict[str, Any]:
-    return {"code": "internal_error", "message": str(error) or "node failed", "retryable": False}
 
 
 def _stuck_error(next_nodes: tuple[str, ...]) -> dict[str, Any]:

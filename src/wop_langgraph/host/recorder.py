@@ -17,9 +17,12 @@ from langgraph.types import Interrupt
 from sqlalchemy import Connection, select, update
 
 from wop_langgraph._clock import utcnow
+from wop_langgraph.adapters import payload_for
+from wop_langgraph.adapters.functional import recorded_by_caller
 from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.nodes._context import node_path
 from wop_langgraph.nodes._suspend import ENVELOPE_MARK
+from wop_langgraph.protocol.event_payloads import node_suspended_extensions
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.events import NewEvent, append_events
@@ -57,6 +60,8 @@ class InterruptRecorder:
                     self._record_one(conn, batch, item)
 
     def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
+        if recorded_by_caller(batch.task_path, item.value):
+            return
         run_id = batch.thread_id
         # One narrow read of the run's interrupts answers every question below (replay? same
         # execution? visit index? free key?); the insert's conflict loop covers concurrent writers.
@@ -72,7 +77,7 @@ class InterruptRecorder:
         ).all()
         if any(row.lg_interrupt_id == item.id for row in known):
             return
-        node_id, task_ns, payload = _unwrap(batch, item.value)
+        node_id, task_ns, payload = _unwrap(batch, item)
         kind = str(payload["kind"])
         same_execution = [row for row in known if row.checkpoint_ns == task_ns]
         if same_execution:
@@ -121,6 +126,7 @@ class InterruptRecorder:
                 "kind": kind,
                 "reason": suspend_reason(kind),
                 "key": key,
+                **node_suspended_extensions(kind, payload["data"]),
             },
         )
         events = [suspended, NewEvent(type="interrupt.requested", node_id=node_id, payload=payload)]
@@ -136,19 +142,16 @@ class InterruptRecorder:
         )
 
 
-def _unwrap(batch: WriteBatch, value: Any) -> tuple[str, str, dict[str, Any]]:
-    """(node id, task namespace, payload without key) of an interrupt value."""
+def _unwrap(batch: WriteBatch, item: Interrupt) -> tuple[str, str, dict[str, Any]]:
+    """(node id, task namespace, payload without key) of an interrupt."""
+    value = item.value
     if isinstance(value, dict) and value.get(ENVELOPE_MARK) == 1:
         return str(value["nodeId"]), str(value["taskNs"]), dict(value["payload"])
-    # A bare interrupt(value) from graph code that does not use the node API: keep it
-    # addressable as a custom interrupt of the node that raised it.
+    # A bare interrupt(value) from graph code that does not use the node API: the adapters
+    # map what users already write (Agent Inbox, HITL middleware, questions) onto OpenWOP.
     node = batch.task_path.rsplit(", ", 1)[-1] if batch.task_path.startswith("~__pregel_pull") else "task"
     task_ns = "|".join(p for p in (batch.checkpoint_ns, f"{node}:{batch.task_id}") if p)
-    return (
-        node_path(task_ns),
-        task_ns,
-        {"kind": "custom", "data": {"customKind": "langgraph.interrupt", "payload": value}},
-    )
+    return node_path(task_ns), task_ns, payload_for(value, item.response_schema)
 
 
 def _free_key(

@@ -10,11 +10,13 @@ from langgraph.pregel import Pregel
 from langgraph.types import RetryPolicy
 
 from wop_langgraph.host.driver import needs_async
-from wop_langgraph.protocol.errors import ApprovalRejected, NotFound, ValidationError
+from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, NotFound, ValidationError
 from wop_langgraph.store.saver import AsyncSQLModelSaver, SQLModelSaver
 
-__all__ = ["GraphRegistry", "RegisteredGraph"]
+__all__ = ["CAPABILITY_KEYS", "GraphRegistry", "RegisteredGraph"]
 
+#: The discovery key of each host capability a workflow may need.
+CAPABILITY_KEYS = {"conversation": "conversationPrimitive", "credential": "oauth.credentialInterrupt"}
 _WORKFLOW_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~:-")
 
 
@@ -24,6 +26,9 @@ class RegisteredGraph:
 
     A graph with ``async def`` nodes (``is_async``) is streamed with LangGraph's async API, for
     which ``async_graph`` is bound to the async twin of the same store.
+    ``requires`` maps each host capability its runs need (``conversation``, ``credential``) to
+    what names the need in a refusal (``offendingTypeId``, ``nodeId``);
+    ``definition`` is the OpenWOP WorkflowDefinition it was compiled from, if any.
     """
 
     workflow_id: str
@@ -31,6 +36,28 @@ class RegisteredGraph:
     rejection_routes: Mapping[str, str] = field(default_factory=dict)
     is_async: bool = False
     async_graph: Pregel[Any, Any, Any, Any] | None = None
+    requires: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    definition: Mapping[str, Any] | None = None
+
+    def require(self, *, conversations: bool, credentials: bool) -> None:
+        """Refuse a run of this workflow on a host without a capability it needs.
+
+        Raises:
+            CapabilityRequired: ``422 capability_required``; ``details.requiredCapability`` names the
+                capability key, ``offendingTypeId`` / ``nodeId`` the node that needs it.
+        """
+        enabled = {"conversation": conversations, "credential": credentials}
+        for capability, where in sorted(self.requires.items()):
+            if enabled.get(capability, False):
+                continue
+            flag = {"conversation": "conversations=True", "credential": "credentials=True"}.get(
+                capability, ""
+            )
+            raise CapabilityRequired(
+                f"workflow {self.workflow_id!r} needs the {capability} capability, which this host has not "
+                f"enabled (WopHost({flag}))",
+                details={"requiredCapability": CAPABILITY_KEYS.get(capability, capability), **where},
+            )
 
 
 class GraphRegistry:
@@ -50,7 +77,13 @@ class GraphRegistry:
         return self._async_saver
 
     def register(
-        self, workflow_id: str, graph: Pregel[Any, Any, Any, Any], rejection_routes: Mapping[str, str]
+        self,
+        workflow_id: str,
+        graph: Pregel[Any, Any, Any, Any],
+        rejection_routes: Mapping[str, str],
+        *,
+        requires: Mapping[str, Mapping[str, str]] | None = None,
+        definition: Mapping[str, Any] | None = None,
     ) -> None:
         """Bind ``graph`` to the store and register it.
 
@@ -79,7 +112,13 @@ class GraphRegistry:
             graph.copy(update={"checkpointer": self._async_twin(), "nodes": nodes}) if is_async else None
         )
         self._graphs[workflow_id] = RegisteredGraph(
-            workflow_id, bound, dict(rejection_routes), is_async=is_async, async_graph=async_bound
+            workflow_id,
+            bound,
+            dict(rejection_routes),
+            requires=dict(requires or {}),
+            definition=definition,
+            is_async=is_async,
+            async_graph=async_bound,
         )
 
     def workflow_ids(self) -> list[str]:
@@ -92,6 +131,10 @@ class GraphRegistry:
             return self._graphs[workflow_id]
         except KeyError:
             raise NotFound(f"no workflow {workflow_id!r} is registered") from None
+
+    def definition_ids(self) -> list[str]:
+        """Ids of the workflows registered from an OpenWOP WorkflowDefinition, sorted."""
+        return sorted(w for w, g in self._graphs.items() if g.definition is not None)
 
     def __contains__(self, workflow_id: object) -> bool:
         return workflow_id in self._graphs

@@ -20,12 +20,13 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from wop_langgraph._clock import as_utc, iso_z
+from wop_langgraph.adapters import normalize_resume
+from wop_langgraph.host.eligibility import check_eligible
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.validation import check_resume_value, require_json
 from wop_langgraph.protocol.approval import ApprovalResume
 from wop_langgraph.protocol.errors import (
-    Forbidden,
     IdempotencyInFlight,
     IdempotencyKeyInvalid,
     IdempotencyKeyMismatch,
@@ -172,6 +173,7 @@ class Resolver:
         target = self._target(run_id, node_id, key)
         payload = target.payload
         require_json(resume_value, "/resumeValue")
+        resume_value = normalize_resume(payload, resume_value)
         received = self._s.clock()
         if (
             payload["kind"] == "approval"
@@ -182,7 +184,9 @@ class Resolver:
             resume_value = {**resume_value, "decidedAt": iso_z(received)}
         parsed = check_resume_value(payload, resume_value, received_at=received)
         if parsed is not None:
-            self._check_eligible(payload["data"], principal)
+            check_eligible(
+                payload["data"], principal, ref_kinds=self._s.ref_kinds, membership=self._s.membership
+            )
             if parsed.action == "ask":
                 return {"runId": run_id, "nodeId": node_id, "status": row.status}
         decided, status = self._decide(target, parsed, resume_value, principal)
@@ -206,26 +210,6 @@ class Resolver:
         if not pending:
             raise InterruptAlreadyResolved(f"the interrupt at node {node_id!r} was already {rows[-1].status}")
         return pending[0]
-
-    def _check_eligible(self, data: dict[str, Any], principal: Principal) -> None:
-        """Refuse a principal the gate does not name (approvers, or groups/roles the host honours)."""
-        ref_kinds = self._s.ref_kinds
-        approvers = data.get("approversList") or []
-        groups = data.get("approverGroupRefs") or [] if "group" in ref_kinds else []
-        roles = data.get("approverRoleRefs") or [] if "role" in ref_kinds else []
-        if not (approvers or groups or roles):
-            return
-        if principal.subject_id in approvers:
-            return
-        membership = self._s.membership
-        if (groups or roles) and membership is not None:
-            held = membership(principal)
-            if set(groups) & held.groups or set(roles) & held.roles:
-                return
-        raise Forbidden(
-            f"{principal.subject_id!r} is not an eligible approver of this gate",
-            details={"subjectId": principal.subject_id},
-        )
 
     def _decide(
         self,

@@ -10,9 +10,10 @@ claim, the queue's leases and LangGraph's strict resume, never from memory.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
 from sqlalchemy import Engine, select, update
@@ -36,6 +37,9 @@ from wop_langgraph.store.run_queue import CANCEL_CHANNEL, enqueue, notify, unque
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
 from wop_langgraph.store.saver import SQLModelSaver
+
+if TYPE_CHECKING:
+    from wop_langgraph.definitions import LoadReport, NodeTypeRegistry
 
 __all__ = ["DEFAULT_ESCALATION_THRESHOLD", "WopHost"]
 
@@ -82,9 +86,11 @@ class WopHost:
         self.ref_kinds = frozenset(ref_kinds)
         self.executor = Executor(self.engine, self.registry, self.options, clock, lease_seconds=lease_seconds)
         self._pool: WorkerPool | None = None
+        self.executor.after_drive.append(self._settle_links)
         self._resolver = Resolver(
             ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued)
         )
+        self.membership = membership  # read by the server to check a link's approver at mint
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> WopHost:
@@ -153,6 +159,17 @@ class WopHost:
             drives += 1
         return drives
 
+    def load_definitions(
+        self, folder: str | os.PathLike[str], node_types: NodeTypeRegistry | None = None
+    ) -> LoadReport:
+        """Register every ``*.json`` OpenWOP WorkflowDefinition in ``folder``; returns a ``LoadReport``.
+
+        See :func:`wop_langgraph.definitions.load_definitions`.
+        """
+        from wop_langgraph.definitions import load_definitions
+
+        return load_definitions(self, folder, node_types)
+
     # -- runs -------------------------------------------------------------------------------
 
     def create_run(
@@ -172,7 +189,9 @@ class WopHost:
         With ``wait`` (the default) the call returns once the run is at rest: suspended on its
         first interrupt or ended. Without it, the run is ``pending`` until a worker takes it.
         """
-        self.registry.get(workflow_id)
+        self.registry.get(workflow_id).require(
+            conversations=self.options.conversations, credentials=self.options.credentials
+        )
         if configurable is not None:
             self._check_configurable(configurable)
         inputs_doc = jsonable(inputs)
@@ -296,6 +315,7 @@ class WopHost:
             append_events(conn, run_id, [NewEvent("run.cancelled", payload)], now=now, close=True)
             notify(conn, CANCEL_CHANNEL, run_id)
         self.executor.cancel_local(run_id)
+        self._settle_links(run_id)
         if wait:
             self.executor.wait_until_undriven(run_id)
         return {"runId": run_id, "status": "cancelled"}
@@ -403,6 +423,17 @@ class WopHost:
         """A transaction queued ``run_id`` and committed: wake a local worker."""
         if self._pool is not None:
             self._pool.wake()
+
+    @property
+    def has_workers(self) -> bool:
+        """Whether worker threads of this host drive queued runs."""
+        return self._pool is not None
+
+    def _settle_links(self, run_id: str) -> None:
+        """Carry the run's end across core.subWorkflow parent/child links (definitions/subworkflow.py)."""
+        from wop_langgraph.definitions.subworkflow import settle_links
+
+        settle_links(self, run_id)
 
     def _check_configurable(self, configurable: dict[str, Any]) -> None:
         validate_against_schema(configurable, configurable_schema(), what="configurable")

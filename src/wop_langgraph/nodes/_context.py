@@ -23,7 +23,10 @@ from wop_langgraph.protocol.errors import ValidationError, WopError
 __all__ = [
     "CONTEXT_KEY",
     "DEFAULT_ESCALATION_THRESHOLD",
+    "NODE_FAILED_CHANNEL",
+    "NODE_OUTPUTS_CHANNEL",
     "NODE_PATH_SEPARATOR",
+    "NODE_TYPE_METADATA",
     "NodeCall",
     "RunContext",
     "current_call",
@@ -36,6 +39,16 @@ CONTEXT_KEY = "__wop_context"
 
 #: The low-confidence threshold when neither the call nor the run sets one.
 DEFAULT_ESCALATION_THRESHOLD = 0.7
+
+#: State channel a node writes ``{nodeId: errorObject}`` to when it failed but the run goes on
+#: (a definition's ``any_failed`` / ``all_complete`` edge): the host records ``node.failed``.
+NODE_FAILED_CHANNEL = "__wop_node_failed"
+
+#: LangGraph node metadata key naming the node's OpenWOP ``typeId`` (recorded on ``node.started``).
+NODE_TYPE_METADATA = "openwop.typeId"
+
+#: State channel a node writes ``{nodeId: outputs}`` to: the host records them on ``node.completed``.
+NODE_OUTPUTS_CHANNEL = "__wop_outputs"
 
 
 @dataclass(frozen=True)

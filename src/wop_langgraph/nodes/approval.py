@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,6 +20,10 @@ from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired
 __all__ = ["ApprovalDecision", "request_approval"]
 
 DEFAULT_ACTIONS = ("accept", "reject")
+
+_log = logging.getLogger("wop_langgraph.nodes.approval")
+_warned_nodes: set[str] = set()
+_warned_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -84,10 +90,16 @@ def request_approval(
         ApprovalRejected: the gate was rejected (or timed out) and no route continues past it.
         ValidationError: the payload is malformed, or (outside the host) the resume value is.
         CapabilityRequired: outside the host, a quorum or approver eligibility was asked for.
+
+    ``on_timeout="approve"`` is emitted as ``"reject"``: a host MUST treat it so and SHOULD NOT
+    emit it (interrupt.md); a warning is logged once per node id and process.
     """
     call = current_call()
     if not call.hosted:
         _refuse_host_only(required_approvals, approvers, group_refs, role_refs)
+    if on_timeout == "approve":
+        on_timeout = "reject"
+        _warn_once(call.node_id)
     data: dict[str, Any] = {
         "artifactId": artifact_id,
         "artifactType": artifact_type,
@@ -160,3 +172,15 @@ def _refuse_host_only(
             "WopHost, or leave the approvers out while developing",
             details={"capability": "approverEligibility", "requires": "WopHost"},
         )
+
+
+def _warn_once(node_id: str) -> None:
+    with _warned_lock:
+        if node_id in _warned_nodes:
+            return
+        _warned_nodes.add(node_id)
+    _log.warning(
+        "request_approval(on_timeout='approve') at node %r: a timeout never grants, so the gate is "
+        "emitted with onTimeout 'reject' (pass on_timeout='reject' to silence this)",
+        node_id,
+    )

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ApprovalRejected",
+    "CapabilityNotProvided",
     "CapabilityRequired",
     "Forbidden",
     "IdTenantMismatch",
@@ -229,6 +230,15 @@ class CapabilityRequired(WopError):
     """The workflow uses an interrupt kind the host has not enabled (conversations, credentials)."""
 
     code = "capability_required"
+    status = 422
+    retryable = False
+
+
+class CapabilityNotProvided(WopError):
+    """The request is valid, but this host is not set up to provide what it needs (e.g. links
+    without a configured public URL); retrying does not help until the operator configures it."""
+
+    code = "capability_not_provided"
     status = 422
     retryable = False
 

@@ -47,6 +47,7 @@ __all__ = [
     "RunCompleted",
     "RunFailed",
     "RunStarted",
+    "node_suspended_extensions",
 ]
 
 _DurationMs = NonNegativeInt
@@ -198,3 +199,20 @@ class AgentDecided(HatchModel):
     decision: AnyJson
     confidence: Probability | None = None
     causation_host_id: NonEmptyStr | None = None
+
+
+#: ``LowConfidenceData`` members the low-confidence contract also wants on ``node.suspended``.
+_LOW_CONFIDENCE_MEMBERS = ("agentId", "threshold", "observed")
+
+
+def node_suspended_extensions(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Extension members of ``node.suspended`` for an interrupt of ``kind`` with ``data``.
+
+    The low-confidence contract (conformance-agent-low-confidence) expects ``agentId``,
+    ``threshold`` and ``observed`` on ``node.suspended``, whose official def is closed; its
+    extension hatch is where they may go, as ``x-agentId``, ``x-threshold`` and ``x-observed``
+    (the same values as the interrupt's ``LowConfidenceData``). Other kinds get none.
+    """
+    if kind != "low-confidence":
+        return {}
+    return {f"x-{name}": data[name] for name in _LOW_CONFIDENCE_MEMBERS if name in data}

@@ -47,3 +47,5 @@ class MintTokenBody(_Closed):
 
     intent: Literal["resolve", "inspect"] = "resolve"
     ttlSeconds: int | None = Field(default=None, ge=1, le=7 * 24 * 3600)
+    approver: str | None = Field(default=None, min_length=1, max_length=256)
+    """The subjectId the link votes as; required for a gate that counts votes."""

@@ -5,6 +5,8 @@
 :class:`~wop_langgraph.server.Settings`); ``--db`` overrides ``WOP_DATABASE_URL``.
 ``--conversations`` and ``--credentials`` enable the host's ``conversation.*`` node calls and
 ``request_credential`` (``WopHost(..., conversations=True, credentials=True)``).
+``--definitions DIR`` also loads every ``*.json`` OpenWOP WorkflowDefinition in ``DIR`` under its
+``id`` (a definition the host cannot run is refused with its reason on stderr; the rest load).
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     """The ``serve`` arguments (on ``parser`` when the caller owns the top-level CLI)."""
     parser = parser or argparse.ArgumentParser(prog="wop-langgraph serve", description=__doc__)
     parser.add_argument(
-        "target", metavar="MODULE:ATTR", help="a compiled graph or a {workflowId: graph} dict"
+        "target",
+        metavar="MODULE:ATTR",
+        nargs="?",
+        help="a compiled graph or a {workflowId: graph} dict (optional with --definitions)",
+    )
+    parser.add_argument(
+        "--definitions", metavar="DIR", help="load every *.json OpenWOP WorkflowDefinition in DIR"
     )
     parser.add_argument("--db", dest="database_url", help="database URL (default: $WOP_DATABASE_URL)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
@@ -47,7 +55,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 def serve_main(argv: Sequence[str] | None = None) -> int:
     """Run the server until interrupted; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.target is None and args.definitions is None:
+        parser.error("give MODULE:ATTR, --definitions DIR, or both")
     import uvicorn
 
     from wop_langgraph.host import WopHost
@@ -57,7 +68,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     if args.workers is not None:
         overrides["workers"] = args.workers
     settings = Settings(**overrides)
-    workflows = load_workflows(args.target)
+    workflows = load_workflows(args.target) if args.target else {}
     try:
         settings.keyring()
         settings.api_keyring()
@@ -72,6 +83,15 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     )
     for workflow_id, graph in workflows.items():
         host.register(workflow_id, graph)
+    if args.definitions:
+        try:
+            report = host.load_definitions(args.definitions)
+        except FileNotFoundError as exc:
+            print(f"wop-langgraph serve: {exc}", file=sys.stderr)
+            host.saver.close()
+            return 2
+        for name, reason in sorted(report.refused.items()):
+            print(f"wop-langgraph serve: refused {name}: {reason}", file=sys.stderr)
     app = create_app(host, settings)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)

@@ -8,12 +8,17 @@ several replicas over one database exactly one of them delivers it. The request 
     Content-Type: application/json
     OpenWOP-Timestamp: <unix seconds>
     OpenWOP-Signature: sha256=<hex HMAC-SHA256 over "{timestamp}.{rawBody}">
-    {"runId", "nodeId", "interrupt": <InterruptPayload>, "token", "url"}
+    {"runId", "nodeId", "interrupt": <InterruptPayload>, "token", "intent", "url"?}
 
-signed with the secret of the first (signing) kid. The host name is resolved once, every address
-is re-checked by the egress guard, the connection goes to the checked address without resolving
-again (TLS still verifies the certificate against the host name), redirects are never followed,
-and failures are retried a bounded number of times with exponential backoff.
+signed with the secret of the first (signing) kid. ``token`` resolves the interrupt
+(``intent: resolve``), except for a gate that counts votes, where it only inspects it (``intent:
+inspect``): a vote needs a link minted for its approver. ``url`` is present only when
+``WOP_PUBLIC_URL`` is configured.
+
+The host name is resolved once, every address is re-checked by the egress guard, the connection
+goes to the checked address without resolving again (TLS still verifies the certificate against
+the host name), redirects are never followed, and failures are retried a bounded number of times
+with exponential backoff.
 """
 
 from __future__ import annotations
@@ -36,12 +41,13 @@ from sqlalchemy import Column, DateTime, Engine, Integer, MetaData, String, Tabl
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph.host import WopHost
+from wop_langgraph.host.eligibility import counts_votes
 from wop_langgraph.protocol.egress import AllowList, IPAddress, check_resolved_addresses
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.server.interrupt_lookup import mint_for
 from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
-from wop_langgraph.tokens import SigningKeys
+from wop_langgraph.tokens import Intent, SigningKeys
 
 __all__ = ["CallbackDelivery", "DeliveryPolicy", "callbacks_table", "sign"]
 
@@ -180,8 +186,11 @@ class CallbackDelivery:
 
     def _deliver(self, url: str, record: InterruptRecord) -> bool:
         policy = self._policy
+        # A gate that counts votes gets no anonymous vote: its callback carries an inspect token,
+        # and each approver's link is minted for them (POST .../tokens with "approver").
+        intent: Intent = "inspect" if counts_votes(record.payload) else "resolve"
         try:
-            minted = mint_for(self._keys, record, intent="resolve", now=self._host.clock(), ttl=self._ttl)
+            minted = mint_for(self._keys, record, intent=intent, now=self._host.clock(), ttl=self._ttl)
         except WopError as exc:
             self._record(record, "failed", 0, None, exc.message)
             return False
@@ -190,8 +199,10 @@ class CallbackDelivery:
             "nodeId": record.node_id,
             "interrupt": record.payload,
             "token": minted.token,
-            "url": f"{policy.public_base}/interrupts/{minted.token}",
+            "intent": intent,
         }
+        if policy.public_base:  # links only on the configured origin, never a guessed one
+            body["url"] = f"{policy.public_base}/interrupts/{minted.token}"
         raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
         for attempt in range(1, policy.attempts + 1):
             status, error = self._post_once(url, raw)

@@ -1,7 +1,9 @@
 """``GET /.well-known/openwop``: the closed v2 discovery root, with an ``ETag``.
 
 Only what this host actually does is claimed: the ``interrupt`` family (hs256 tokens, the
-approver reference kinds the host honours, callback delivery to ``createRun.callbackUrl``).
+approver reference kinds the host honours, callback delivery to ``createRun.callbackUrl``), the
+``conversationPrimitive`` family when conversations are enabled, and ``fixtures[]`` listing the
+WorkflowDefinitions the host loaded.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def discovery_document(state: ServerState) -> dict[str, Any]:
         package_version = version("wop-langgraph")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         package_version = "0"
-    return {
+    document: dict[str, Any] = {
         "protocolVersions": list(SUPPORTED_VERSIONS),
         "preferredVersion": PROTOCOL_VERSION,
         "implementation": {"name": "wop-langgraph", "version": package_version},
@@ -42,6 +44,18 @@ def discovery_document(state: ServerState) -> dict[str, Any]:
             "callbackDelivery": True,
         },
     }
+    fixtures = state.host.registry.definition_ids()
+    if fixtures:
+        document["fixtures"] = fixtures  # the loaded WorkflowDefinitions (serve --definitions)
+    if state.host.options.conversations:
+        # core.conversationGate and the conversation.* kinds (capabilities.md §conversationPrimitive).
+        document["conversationPrimitive"] = {
+            "status": "experimental",
+            "since": "2.0",
+            "until": INTERRUPT_UNTIL,
+            "witness": "witnessable-gated",
+        }
+    return document
 
 
 @router.get("/.well-known/openwop")

@@ -64,8 +64,11 @@ def mint_for(
     intent: str,
     now: datetime,
     ttl: timedelta,
+    approver: str | None = None,
 ) -> MintedToken:
     """A token for ``record`` whose ``interruptId`` is the interrupt's key, capped at its deadline.
+
+    ``approver`` (already checked by the caller) is the subject the token votes as.
 
     Raises:
         InterruptExpired: the interrupt's deadline has passed.
@@ -82,4 +85,5 @@ def mint_for(
         now=now,
         ttl=ttl,
         not_after=deadline,
+        approver=approver,
     )

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from wop_langgraph.host import Principal
@@ -35,8 +36,9 @@ class Settings(BaseSettings):
         database_url: the store (``sqlite:///wop.db`` or ``postgresql://...``).
         signing_keys: ``kid=secret,...``; the first signs interrupt tokens and callbacks.
         api_keys: ``key=tenant:subject:scope+scope`` entries separated by ``;``.
-        public_url: the origin links are built on (token URLs, callbacks); defaults to the
-            request's own origin.
+        public_url: the origin links are built on (token URLs, callbacks), e.g.
+            ``https://wop.example.com``; without it the server mints no links (a request's
+            ``Host`` header is never trusted for that).
         token_ttl_seconds: default lifetime of a minted token (capped by the interrupt's deadline).
         sweep_interval_seconds: how often the timeout sweep runs (0 disables it).
         workers: in-process worker threads that drive runs (0: this process only serves the
@@ -60,6 +62,17 @@ class Settings(BaseSettings):
     callback_timeout_seconds: float = Field(default=10.0, gt=0)
     callback_allow: AllowList | None = Field(default=None, exclude=True)
     """Test-only egress allowance for a loopback receiver; never set from the environment."""
+
+    @field_validator("public_url")
+    @classmethod
+    def _origin(cls, value: str | None) -> str | None:
+        """An absolute ``http(s)`` URL without query or fragment (an empty value means unset)."""
+        if value is None or not value.strip():
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError("WOP_PUBLIC_URL must be an absolute http(s) URL such as https://wop.example.com")
+        return value.strip().rstrip("/")
 
     def keyring(self) -> SigningKeys:
         """The parsed signing keys.

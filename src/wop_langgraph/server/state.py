@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from fastapi import Request
 
 from wop_langgraph.host import WopHost
+from wop_langgraph.protocol.errors import CapabilityNotProvided
 from wop_langgraph.tokens import SigningKeys
 
 if TYPE_CHECKING:
@@ -32,11 +33,19 @@ class ServerState:
     def token_ttl(self) -> timedelta:
         return timedelta(seconds=self.settings.token_ttl_seconds)
 
-    def public_base(self, request: Request) -> str:
-        """The origin links are built on: ``WOP_PUBLIC_URL`` or the request's own."""
-        if self.settings.public_url:
-            return self.settings.public_url.rstrip("/")
-        return str(request.base_url).rstrip("/")
+    def link_base(self) -> str:
+        """The origin links are built on: ``WOP_PUBLIC_URL``, never a request's ``Host``.
+
+        Raises:
+            CapabilityNotProvided: no public URL is configured (422).
+        """
+        if not self.settings.public_url:
+            raise CapabilityNotProvided(
+                "this server cannot build links: set WOP_PUBLIC_URL to the origin reviewers reach it at "
+                "(links are never built from the request's Host header)",
+                details={"setting": "WOP_PUBLIC_URL"},
+            )
+        return self.settings.public_url.rstrip("/")
 
 
 def server_state(request: Request) -> ServerState:

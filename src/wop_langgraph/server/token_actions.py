@@ -1,9 +1,13 @@
 """What the token surface does, shared by the JSON routes and the reviewer page.
 
-The resolver of a token resolve is the token holder, recorded as the Subject
-``{issuer: urn:wop-langgraph:interrupt-token, subjectId: token:<digest>, tenant: <run's tenant>,
-lane: anonymous, kind: anonymous}``, where ``<digest>`` identifies the link itself: every minted
-link is its own voter toward a quorum, and the same link used twice is one voter.
+Who a token resolve acts as (the Subject recorded as ``resolvedBy``, and the voter toward a
+quorum) comes from the token, never from the request body:
+
+* a link minted for an approver acts as that approver: ``{issuer: urn:wop-langgraph:interrupt-token,
+  subjectId: <approver>, tenant: <run's tenant>, lane: anonymous, kind: user}``. Its vote is the
+  approver's own, so any number of links for one approver, and their by-run resolves, are one vote.
+* an anonymous link (only mintable for gates that do not count votes) acts as the link itself:
+  ``subjectId: token:<digest of the token>``, ``kind: anonymous``.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from typing import Any
 
 from wop_langgraph.host import Principal
 from wop_langgraph.host.driver import TERMINAL_STATUSES
+from wop_langgraph.host.eligibility import counts_votes
 from wop_langgraph.host.keys import tenant_of
-from wop_langgraph.protocol.errors import NotFound
+from wop_langgraph.protocol.errors import Forbidden, NotFound
 from wop_langgraph.server.interrupt_lookup import pending_for_token
 from wop_langgraph.server.state import ServerState
 from wop_langgraph.store.interrupts import InterruptRecord, get_interrupt_by_key
@@ -24,6 +29,7 @@ from wop_langgraph.tokens import TokenClaims, require_intent, verify
 __all__ = [
     "TOKEN_ISSUER",
     "TokenReview",
+    "approver_principal",
     "inspect_token",
     "resolve_with_token",
     "review_token",
@@ -31,15 +37,31 @@ __all__ = [
 ]
 
 TOKEN_ISSUER = "urn:wop-langgraph:interrupt-token"
+_RESPOND = frozenset({"approvals:respond"})
+
+
+def approver_principal(run_id: str, approver: str) -> Principal:
+    """The principal a link minted for ``approver`` acts as, in the run's tenant."""
+    return Principal(
+        tenant=tenant_of(run_id),
+        subject_id=approver,
+        scopes=_RESPOND,
+        kind="user",
+        # The holder presented no credential of their own; the minter vouched for the approver.
+        lane="anonymous",
+        issuer=TOKEN_ISSUER,
+    )
 
 
 def token_principal(claims: TokenClaims, token: str) -> Principal:
     """The principal a token resolve acts as (see the module docstring)."""
+    if claims.approver is not None:
+        return approver_principal(claims.run_id, claims.approver)
     digest = hashlib.sha256(token.encode()).hexdigest()[:24]
     return Principal(
         tenant=tenant_of(claims.run_id),
         subject_id=f"token:{digest}",
-        scopes=frozenset({"approvals:respond"}),
+        scopes=_RESPOND,
         kind="anonymous",
         lane="anonymous",
         issuer=TOKEN_ISSUER,
@@ -88,10 +110,17 @@ def inspect_token(state: ServerState, token: str) -> dict[str, Any]:
 def resolve_with_token(
     state: ServerState, token: str, resume_value: Any
 ) -> tuple[TokenClaims, dict[str, Any]]:
-    """Resolve the interrupt a ``resolve`` token names; returns the claims and ``{runId, nodeId, status}``."""
+    """Resolve the interrupt a ``resolve`` token names; returns the claims and ``{runId, nodeId, status}``.
+
+    Raises:
+        Forbidden: an inspect-only token, or an anonymous link for a gate that counts votes.
+    """
     claims = verify(state.signing_keys, token, now=state.host.clock())
     require_intent(claims, "resolve")
-    pending_for_token(state.host, claims)
+    record = pending_for_token(state.host, claims)
+    if claims.approver is None and counts_votes(record.payload):
+        # Never minted by this server; refused so that no link can vote without an identity.
+        raise Forbidden("this link names no approver, and this gate counts each approver's vote")
     result = state.host.resolve(
         claims.run_id,
         claims.node_id,

@@ -1,0 +1,64 @@
+"""Who may decide an approval gate, and whether a gate counts votes (pure; no I/O of its own).
+
+One implementation serves both moments the rule is applied: when a link is minted for an
+approver, and when a vote arrives (by run or by token).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from wop_langgraph.host.principal import MembershipResolver, Principal
+from wop_langgraph.protocol.errors import Forbidden
+
+__all__ = ["check_eligible", "counts_votes"]
+
+
+def counts_votes(payload: Mapping[str, Any]) -> bool:
+    """Whether an interrupt is a gate whose decision depends on who votes.
+
+    True for an ``approval`` that needs more than one approval or names its approvers
+    (``approversList``, ``approverGroupRefs``, ``approverRoleRefs``), whether or not the host
+    honours group and role references: a link for such a gate must name the approver it is for.
+    """
+    if payload.get("kind") != "approval":
+        return False
+    data = payload.get("data") or {}
+    return int(data.get("requiredApprovals") or 1) > 1 or any(
+        data.get(member) for member in ("approversList", "approverGroupRefs", "approverRoleRefs")
+    )
+
+
+def check_eligible(
+    data: Mapping[str, Any],
+    principal: Principal,
+    *,
+    ref_kinds: Iterable[str],
+    membership: MembershipResolver | None,
+) -> None:
+    """Refuse a principal an approval gate does not name.
+
+    A gate without approvers admits anyone (of the run's tenant). Otherwise the principal must be
+    in ``approversList``, or hold a group or role the gate names, where group and role references
+    bind only for the ``ref_kinds`` the host honours and membership is resolved now.
+
+    Raises:
+        Forbidden: the principal is not an eligible approver (403).
+    """
+    kinds = frozenset(ref_kinds)
+    approvers = data.get("approversList") or []
+    groups = (data.get("approverGroupRefs") or []) if "group" in kinds else []
+    roles = (data.get("approverRoleRefs") or []) if "role" in kinds else []
+    if not (approvers or groups or roles):
+        return
+    if principal.subject_id in approvers:
+        return
+    if (groups or roles) and membership is not None:
+        held = membership(principal)
+        if set(groups) & held.groups or set(roles) & held.roles:
+            return
+    raise Forbidden(
+        f"{principal.subject_id!r} is not an eligible approver of this gate",
+        details={"subjectId": principal.subject_id},
+    )

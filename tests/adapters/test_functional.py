@@ -1,0 +1,199 @@
+"""The Functional API under WopHost: ``@entrypoint`` / ``@task`` with every node call and every adapter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.func import entrypoint, task
+from langgraph.types import interrupt
+
+from tests.adapters._support import outputs, refuse
+from tests.host._graphs import ALICE
+from tests.host._support import HostFactory, events, payloads, start
+from wop_langgraph.host import WopHost
+from wop_langgraph.nodes import (
+    ask,
+    close_conversation,
+    custom_interrupt,
+    escalate_on_low_confidence,
+    exchange,
+    request_approval,
+    request_credential,
+    start_conversation,
+    wait_for_event,
+)
+
+INBOX = {
+    "action_request": {"action": "deploy", "args": {"env": "prod"}},
+    "config": {"allow_accept": True, "allow_edit": True, "allow_respond": False, "allow_ignore": True},
+    "description": "Deploy to production?",
+}
+
+
+@task
+def approve() -> str:
+    return request_approval("doc", "text/plain", "Ship it?", artifact_data="v1").action
+
+
+@task
+def clarify() -> dict[str, Any]:
+    return ask([{"id": "q1", "question": "Which colour?", "schema": {"type": "string"}}])
+
+
+@task
+def await_event() -> dict[str, Any]:
+    return wait_for_event("payment.settled", {"orderId": "o-1"})
+
+
+@task
+def escalate() -> Any:
+    return escalate_on_low_confidence("triage-agent", "refund", 0.2)
+
+
+@task
+def custom() -> Any:
+    return custom_interrupt("acme.pick", {"from": [1, 2]}, resume_schema={"type": "integer"})
+
+
+@task
+def chat() -> Any:
+    conversation = start_conversation(title="Support")
+    answer = exchange(conversation, "How can we help?", {"type": "string"})
+    close_conversation(conversation, reason="done", turn_count=1)
+    return answer
+
+
+@task
+def credential() -> str:
+    return request_credential("github", ["repo"], "missing", "https://example.com/connect")
+
+
+@task
+def inbox() -> Any:
+    return interrupt([INBOX])
+
+
+@task
+def plain_question() -> Any:
+    return interrupt("Anything else?")
+
+
+@entrypoint()
+def workflow(inputs: dict[str, Any]) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "approve": approve().result(),
+        "clarify": clarify().result(),
+        "event": await_event().result(),
+        "escalate": escalate().result(),
+        "custom": custom().result(),
+        "chat": chat().result(),
+        "credential": credential().result(),
+        "inbox": inbox().result(),
+        "plain": plain_question().result(),
+    }
+    results["body"] = interrupt({"question": "Final check?", "options": ["go", "stop"]})
+    return results
+
+
+ANSWERS: list[tuple[str, str, Any, Any]] = [
+    # (kind, node id, a bad resume value, the resume value)
+    ("approval", "workflow.approve", {"action": "maybe"}, {"action": "accept"}),
+    ("clarification", "workflow.clarify", {"answers": {"q1": 3}}, {"answers": {"q1": "blue"}}),
+    ("external-event", "workflow.await_event", {"orderId": "o-2"}, {"orderId": "o-1", "amount": 5}),
+    ("low-confidence", "workflow.escalate", {"decision": "x", "extra": 1}, {"decision": "escalated"}),
+    ("custom", "workflow.custom", "two", 2),
+    ("conversation.exchange", "workflow.chat", 5, "my order"),
+    ("credential", "workflow.credential", {"outcome": "maybe"}, {"outcome": "authorized"}),
+    # A bare interrupt in a @task is addressed as the node that called the task.
+    ("approval", "workflow", [{"type": "response", "args": "no"}], [{"type": "accept", "args": None}]),
+    ("clarification", "workflow", 7, "nothing"),
+    ("clarification", "workflow", "maybe", "go"),
+]
+
+
+def test_every_node_call_and_adapter_works_in_tasks_with_stable_keys(make_host: HostFactory) -> None:
+    host = make_host(conversations=True, credentials=True)
+    run_id, _snapshot = start(host, workflow, {})
+    seen: list[tuple[str, str]] = []
+    for kind, node_id, bad, value in ANSWERS:
+        (pending,) = host.pending_interrupts(run_id)
+        assert (pending.kind, pending.node_id) == (kind, node_id)
+        assert pending.key.startswith(f"{run_id}:{node_id}:")
+        refuse(host, run_id, node_id, bad)
+        seen.append((pending.key, pending.interrupt_id))
+        host.resolve(run_id, node_id, value, ALICE)
+    assert host.snapshot(run_id)["status"] == "completed"
+    assert outputs(host, run_id) == {
+        "approve": "accept",
+        "clarify": {"q1": "blue"},
+        "event": {"orderId": "o-1", "amount": 5},
+        "escalate": "escalated",
+        "custom": 2,
+        "chat": "my order",
+        "credential": "authorized",
+        "inbox": [{"type": "accept", "args": None}],
+        "plain": "nothing",
+        "body": "go",
+    }
+    # The entrypoint re-ran from the top after every answer; no earlier question was asked again.
+    docs = events(host, run_id)
+    assert [(p["key"]) for p in payloads(docs, "interrupt.requested")] == [k for k, _ in seen]
+    assert [(r.key, r.interrupt_id) for r in host.interrupts(run_id)] == seen
+    assert len(payloads(docs, "conversation.opened")) == 1 and len(payloads(docs, "conversation.closed")) == 1
+    assert len(payloads(docs, "agent.decided")) == 1
+
+
+def test_recovery_after_a_claim_keeps_keys_across_the_entrypoint_re_execution(make_host: HostFactory) -> None:
+    from tests.adapters._support import resolve_then_recover
+
+    host = make_host(conversations=True, credentials=True)
+    run_id, snapshot = start(host, workflow, {})
+    host.resolve(run_id, "workflow.approve", {"action": "accept"}, ALICE)
+    first_key = host.interrupts(run_id)[0].key
+    second = resolve_then_recover(
+        make_host, host, snapshot["workflowId"], workflow, run_id, {"answers": {"q1": "red"}}
+    )
+    (pending,) = second.pending_interrupts(run_id)
+    assert pending.node_id == "workflow.await_event"
+    assert [r.key for r in second.interrupts(run_id)][:2] == [first_key, f"{run_id}:workflow.clarify:0:0"]
+
+
+def _open_executions(docs: list[dict[str, Any]]) -> list[str]:
+    """Node executions the log opened (started/resumed) and never closed (completed/failed/suspended).
+
+    A suspension closes the execution of its node or of an enclosing one (an interrupt raised in
+    a ``@task`` suspends the entrypoint that called it too).
+    """
+    open_: list[str] = []
+    for doc in docs:
+        node = doc["payload"].get("nodeId")
+        if doc["type"] in ("node.started", "node.resumed"):
+            open_.append(node)
+        elif doc["type"] in ("node.completed", "node.failed"):
+            if node not in open_:
+                return [f"{doc['type']} #{doc['sequence']} for {node!r} closes nothing"]
+            open_.remove(node)
+        elif doc["type"] == "node.suspended":
+            closed = [n for n in open_ if node == n or node.startswith(n + ".")]
+            if not closed:
+                return [f"node.suspended #{doc['sequence']} for {node!r} closes nothing"]
+            for name in closed:
+                open_.remove(name)
+    return open_
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "driver (host/driver.py, lead's): on the entrypoint's re-execution LangGraph streams a start "
+        "chunk again for every cached @task (no result chunk follows), names call tasks without their "
+        "entrypoint ('approve', not 'workflow.approve'), and streams a call task's start only after its "
+        "interrupt was recorded; see the adapters report for the change"
+    ),
+)
+def test_the_event_log_closes_every_node_execution(host: WopHost) -> None:
+    run_id, _ = start(host, workflow, {})
+    for _, node_id, _, value in ANSWERS[:2]:
+        host.resolve(run_id, node_id, value, ALICE)
+    assert _open_executions(events(host, run_id)) == []

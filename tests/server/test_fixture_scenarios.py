@@ -1,0 +1,425 @@
+"""Each loaded official fixture, driven over HTTP as its description says: a real uvicorn process
+started with ``serve --definitions``, the official ``openwop-client``, events judged by the official
+schemas. The server answers ``POST /runs`` at commit or after driving the run (either is allowed),
+so every test waits for the state it expects, with a bounded timeout.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from openwop_client import OpenwopClient, WopError
+from openwop_client.types import CreateRunRequest, ResolveInterruptRequest
+from sqlalchemy import create_engine, select
+
+from tests.conftest import create_postgres_database, drop_postgres_database
+from tests.official import official_errors, validate_event
+from tests.server.process import served
+from wop_langgraph.protocol.ids import project_id
+from wop_langgraph.store.run_tables import runs_table
+
+pytestmark = pytest.mark.slow
+
+FIXTURES = Path(__file__).resolve().parents[2] / "third_party" / "openwop" / "conformance" / "fixtures"
+ALICE = {"Authorization": "Bearer alice-key"}
+TIMEOUT = 20.0
+
+
+class Server:
+    """A served host and the official client over it."""
+
+    def __init__(self, base: str, db_url: str) -> None:
+        self.base = base
+        self.db_url = db_url
+        self.alice = OpenwopClient(base, "alice-key")
+        self.reader = OpenwopClient(base, "reader-key")
+
+    def create(self, workflow_id: str, inputs: dict[str, Any] | None = None, **body: Any) -> str:
+        created = self.alice.runs_create(
+            CreateRunRequest(workflowId=workflow_id, inputs=inputs or {}, **body),
+            idempotency_key=str(uuid.uuid4()),
+        )
+        return created.runId
+
+    def wait(self, run_id: str, *statuses: str) -> dict[str, Any]:
+        """Poll the snapshot until its status is one of ``statuses`` (bounded)."""
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            snapshot = httpx.get(f"{self.base}/runs/{project_id(run_id)}", headers=ALICE, timeout=10).json()
+            if snapshot["status"] in statuses:
+                return dict(snapshot)
+            assert time.monotonic() < deadline, f"{run_id} stayed {snapshot['status']}, expected {statuses}"
+            time.sleep(0.1)
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        """Every event of the run, each valid against the official schemas."""
+        url = f"{self.base}/runs/{project_id(run_id)}/events/poll"
+        page = httpx.get(url, params={"timeout": 0}, headers=ALICE, timeout=10).json()
+        docs: list[dict[str, Any]] = page["events"]
+        for doc in docs:
+            validate_event(doc)
+        assert [d["sequence"] for d in docs] == list(range(len(docs)))
+        return docs
+
+    def resolve(self, run_id: str, node_id: str, value: Any, client: OpenwopClient | None = None) -> str:
+        done = (client or self.alice).interrupts_resolve_by_run(
+            run_id, node_id, ResolveInterruptRequest(resumeValue=value), idempotency_key=str(uuid.uuid4())
+        )
+        return done.status
+
+
+def types(docs: list[dict[str, Any]], node_id: str | None = None) -> list[str]:
+    return [d["type"] for d in docs if node_id is None or d.get("nodeId") == node_id]
+
+
+def payloads(docs: list[dict[str, Any]], event_type: str) -> list[dict[str, Any]]:
+    return [d["payload"] for d in docs if d["type"] == event_type]
+
+
+def refused(call: Callable[[], object], status: int, code: str) -> dict[str, Any]:
+    with pytest.raises(WopError) as caught:
+        call()
+    assert caught.value.status == status, caught.value.raw_text
+    body = httpx.Response(200, text=caught.value.raw_text).json()
+    assert official_errors("error-envelope.schema.json", body) == [] and body["error"] == code, body
+    return dict(body)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server with the fixtures loaded, over a new SQLite file or a new PostgreSQL database."""
+    if request.param == "sqlite":
+        db_url = f"sqlite:///{tmp_path_factory.mktemp('fixtures') / 'wop.db'}"
+    else:
+        db_url = create_postgres_database()
+    try:
+        with served(db_url, sweep=0.3, extra_args=["--definitions", str(FIXTURES)]) as base:
+            yield Server(base, db_url)
+    finally:
+        if request.param == "postgres":
+            drop_postgres_database(db_url)
+
+
+@pytest.fixture(scope="module")
+def talking(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    db_url = f"sqlite:///{tmp_path_factory.mktemp('talking') / 'wop.db'}"
+    with served(db_url, extra_args=["--definitions", str(FIXTURES), "--conversations"]) as base:
+        yield Server(base, db_url)
+
+
+def test_discovery_lists_the_loaded_fixtures(server: Server, talking: Server) -> None:
+    caps = server.alice.discovery_capabilities()
+    listed = caps.raw["fixtures"]
+    assert "conformance-approval" in listed and "conformance-noop" in listed
+    assert "conformance-orchestrator-low-confidence" not in listed  # refused: multi-agent
+    assert len(listed) == 21
+    assert "conversationPrimitive" not in caps.raw
+    record = talking.alice.discovery_capabilities().families["conversationPrimitive"]
+    assert (record.status, record.witness) == ("experimental", "witnessable-gated")
+
+
+def test_noop_completes(server: Server) -> None:
+    run_id = server.create("conformance-noop")
+    server.wait(run_id, "completed")
+    assert types(server.events(run_id)) == [
+        "run.started",
+        "node.started",
+        "node.completed",
+        "run.completed",
+    ]
+
+
+def test_idempotent_replays_the_first_response(server: Server) -> None:
+    key = str(uuid.uuid4())
+    body = {"workflowId": "conformance-idempotent", "inputs": {"nonce": "n-1"}}
+    first = httpx.post(
+        f"{server.base}/runs", json=body, headers={**ALICE, "Idempotency-Key": key}, timeout=30
+    )
+    again = httpx.post(
+        f"{server.base}/runs", json=body, headers={**ALICE, "Idempotency-Key": key}, timeout=30
+    )
+    assert first.status_code == again.status_code == 201
+    assert again.json()["runId"] == first.json()["runId"]
+    assert again.headers.get("openwop-idempotent-replay") == "true"
+    server.wait(first.json()["runId"], "completed")
+
+
+def test_cancellable_is_cancelled_mid_delay(server: Server) -> None:
+    # POST /runs may drive the delay before answering: create it beside the test, and find the run
+    # in the store while its delay node sleeps.
+    created: list[str] = []
+    creator = threading.Thread(
+        target=lambda: created.append(server.create("conformance-cancellable", {"delayMs": 3000}))
+    )
+    creator.start()
+    engine = create_engine(server.db_url)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            with engine.connect() as conn:
+                row = conn.execute(
+                    select(runs_table.c.run_id).where(runs_table.c.workflow_id == "conformance-cancellable")
+                ).first()
+            if row is not None:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        engine.dispose()
+    run_id = row.run_id
+    started = time.monotonic()
+    assert server.alice.runs_cancel(run_id).status in ("cancelled", "cancelling")
+    server.wait(run_id, "cancelled")
+    assert time.monotonic() - started < 5
+    creator.join(TIMEOUT)
+    assert created == [run_id]
+    assert server.wait(run_id, "cancelled", "completed")["status"] == "cancelled"  # the delay ended later
+    docs = server.events(run_id)
+    assert "run.cancelled" in types(docs) and "run.completed" not in types(docs)
+
+
+def test_approval_accept_completes(server: Server) -> None:
+    run_id = server.create("conformance-approval")
+    assert server.wait(run_id, "waiting-approval")["currentNodeId"] == "gate"
+    assert server.resolve(run_id, "gate", {"action": "accept"}) in ("completed", "running", "pending")
+    server.wait(run_id, "completed")
+    (requested,) = payloads(server.events(run_id), "interrupt.requested")
+    assert requested["kind"] == "approval" and requested["data"]["actions"] == ["accept", "reject"]
+
+
+def test_approval_reject_fails_the_run(server: Server) -> None:
+    run_id = server.create("conformance-approval")
+    server.wait(run_id, "waiting-approval")
+    server.resolve(run_id, "gate", {"action": "reject"})
+    snapshot = server.wait(run_id, "failed")
+    assert snapshot["error"]["code"] == "approval_rejected"
+    (failed,) = payloads(server.events(run_id), "run.failed")
+    assert failed["failedNodeId"] == "gate"
+
+
+def test_reject_routed_takes_the_any_failed_edge(server: Server) -> None:
+    run_id = server.create("conformance-approval-reject-routed")
+    server.wait(run_id, "waiting-approval")
+    server.resolve(run_id, "gate", {"action": "reject"})
+    server.wait(run_id, "completed")
+    docs = server.events(run_id)
+    (failed,) = payloads(docs, "node.failed")
+    assert failed["nodeId"] == "gate" and failed["error"]["code"] == "approval_rejected"
+    assert failed["error"]["retryable"] is False
+    assert types(docs, "on-reject") == ["node.started", "node.completed"]
+    assert types(docs, "on-accept") == ["node.skipped"]
+
+
+def test_reject_loopback_asks_again_with_a_new_key(server: Server) -> None:
+    run_id = server.create(
+        "conformance-approval-reject-loopback", configurable={"version": 1, "run": {"recursionLimit": 20}}
+    )
+    server.wait(run_id, "waiting-approval")
+    server.resolve(run_id, "gate", {"action": "reject"})
+    deadline = time.monotonic() + TIMEOUT
+    while len(payloads(server.events(run_id), "interrupt.requested")) < 2:
+        assert time.monotonic() < deadline, "the gate was not asked again"
+        time.sleep(0.1)
+    server.wait(run_id, "waiting-approval")
+    first, second = payloads(server.events(run_id), "interrupt.requested")
+    assert first["key"] != second["key"]
+    server.resolve(run_id, "gate", {"action": "accept"})
+    server.wait(run_id, "completed")
+    docs = server.events(run_id)
+    assert [p["action"] for p in payloads(docs, "interrupt.resolved")] == ["reject", "accept"]
+    assert types(docs, "revise").count("node.started") == 1
+
+
+@pytest.mark.parametrize(
+    "workflow_id", ["conformance-approval-timeout", "conformance-approval-timeout-approve"]
+)
+def test_approval_timeout_rejects_and_fails(server: Server, workflow_id: str) -> None:
+    run_id = server.create(workflow_id)
+    server.wait(run_id, "waiting-approval")
+    snapshot = server.wait(run_id, "failed")  # 1500 ms timeout, swept every 0.3 s
+    assert snapshot["error"]["code"] == "approval_rejected"
+    docs = server.events(run_id)
+    (resolved,) = payloads(docs, "interrupt.resolved")
+    assert (resolved["action"], resolved["decision"], resolved["reason"]) == (
+        "timeout",
+        "rejected",
+        "timeout",
+    )
+    (failed,) = payloads(docs, "run.failed")
+    assert failed["failedNodeId"] == "gate"
+    assert "approval.granted" not in types(docs)
+
+
+def test_clarification_answers_complete(server: Server) -> None:
+    run_id = server.create("conformance-clarification")
+    assert server.wait(run_id, "waiting-input")["currentNodeId"] == "ask"
+    refused(lambda: server.resolve(run_id, "ask", {"answers": {"q1": 3}}), 400, "validation_error")
+    server.resolve(run_id, "ask", {"answers": {"q1": "blue"}})
+    server.wait(run_id, "completed")
+    assert payloads(server.events(run_id), "interrupt.resolved")[0]["resumeValue"] == {
+        "answers": {"q1": "blue"}
+    }
+
+
+def test_conversation_workflow_is_refused_at_create_run_without_the_capability(server: Server) -> None:
+    body = refused(
+        lambda: server.create("conformance-conversation-capability-negotiation"), 422, "capability_required"
+    )
+    assert body["details"] == {
+        "requiredCapability": "conversationPrimitive",
+        "offendingTypeId": "core.conversationGate",
+        "nodeId": "convo",
+    }
+
+
+@pytest.mark.parametrize(
+    ("workflow_id", "turns"),
+    [
+        ("conformance-conversation-lifecycle", 1),
+        ("conformance-conversation-vs-clarification", 1),
+        ("conformance-conversation-replay", 3),
+    ],
+)
+def test_conversation_lifecycle_with_the_conformance_mock(
+    talking: Server, workflow_id: str, turns: int
+) -> None:
+    run_id = talking.create(workflow_id)
+    talking.wait(run_id, "completed")
+    docs = talking.events(run_id)
+    conversation = [d for d in docs if d["type"].startswith("conversation.")]
+    assert [d["type"] for d in conversation] == (
+        ["conversation.opened"] + ["conversation.exchanged"] * turns + ["conversation.closed"]
+    )
+    assert len({d["payload"]["conversationId"] for d in conversation}) == 1
+    assert [p["turnIndex"] for p in payloads(docs, "conversation.exchanged")] == list(range(turns))
+    assert not [t for t in types(docs) if t.startswith("clarification.")]
+
+
+def test_auth_required_resolves_with_a_scoped_bearer_only(server: Server) -> None:
+    run_id = server.create("conformance-interrupt-auth-required")
+    server.wait(run_id, "waiting-approval")
+    refused(lambda: server.resolve(run_id, "gate", {"action": "accept"}, server.reader), 403, "forbidden")
+    assert server.wait(run_id, "waiting-approval")["status"] == "waiting-approval"
+    server.resolve(run_id, "gate", {"action": "accept"})
+    server.wait(run_id, "completed")
+
+
+def test_external_event_resumes_on_a_matching_callback(server: Server) -> None:
+    run_id = server.create("conformance-interrupt-external-event")
+    assert server.wait(run_id, "waiting-external")["currentNodeId"] == "wait-for-external"
+    minted = httpx.post(
+        f"{server.base}/runs/{project_id(run_id)}/interrupts/wait-for-external/tokens", json={}, headers=ALICE
+    ).json()
+    token = minted["token"]
+    inspected = server.alice.interrupts_inspect_by_token(token)
+    assert inspected.kind == "external-event" and inspected.timeoutMs == 60000
+    wrong = {"orderId": "fixture-order-1", "status": "pending"}
+    # The fixture's prose says 422; this host answers the registered 400 validation_error (the
+    # resume value fails the correlation), and the run does not resume.
+    refused(
+        lambda: server.alice.interrupts_resolve_by_token(token, ResolveInterruptRequest(resumeValue=wrong)),
+        400,
+        "validation_error",
+    )
+    assert server.wait(run_id, "waiting-external")["status"] == "waiting-external"
+    event = {"orderId": "fixture-order-1", "status": "completed", "shippedAt": "2026-12-02"}
+    server.alice.interrupts_resolve_by_token(token, ResolveInterruptRequest(resumeValue=event))
+    server.wait(run_id, "completed")
+    assert payloads(server.events(run_id), "interrupt.resolved")[0]["resumeValue"] == event
+
+
+def test_parent_child_cancel_child_standalone_is_an_approval(server: Server) -> None:
+    run_id = server.create("conformance-interrupt-parent-child-cancel-child")
+    assert server.wait(run_id, "waiting-approval")["currentNodeId"] == "child-gate"
+    server.resolve(run_id, "child-gate", {"action": "accept"})
+    server.wait(run_id, "completed")
+
+
+def test_quorum_needs_three_accepts_and_majority_reject_fails(server: Server) -> None:
+    run_id = server.create("conformance-interrupt-quorum")
+    server.wait(run_id, "waiting-approval")
+    for voter in ("v1", "v2"):
+        server.resolve(run_id, "gate", {"action": "accept", "voter": voter})
+        assert server.wait(run_id, "waiting-approval")["status"] == "waiting-approval"
+    assert not payloads(server.events(run_id), "interrupt.resolved")
+    server.resolve(run_id, "gate", {"action": "accept", "voter": "v3"})
+    server.wait(run_id, "completed")
+    assert len(payloads(server.events(run_id), "interrupt.resolved")) == 1
+
+    rejected = server.create("conformance-interrupt-quorum")
+    server.wait(rejected, "waiting-approval")
+    server.resolve(rejected, "gate", {"action": "reject", "voter": "v1"})
+    assert server.wait(rejected, "waiting-approval")["status"] == "waiting-approval"
+    server.resolve(rejected, "gate", {"action": "reject", "voter": "v2"})
+    assert server.wait(rejected, "failed")["error"]["code"] == "approval_rejected"
+
+
+def test_mock_agent_low_confidence_suspends(server: Server) -> None:
+    run_id = server.create("conformance-agent-low-confidence")
+    server.wait(run_id, "waiting-approval")
+    docs = server.events(run_id)
+    (decided,) = payloads(docs, "agent.decided")
+    assert decided == {
+        "agentId": "core.conformance.low-conf-decider",
+        "decision": {"kind": "stub-low-conf"},
+        "confidence": 0.5,
+    }
+    (suspended,) = payloads(docs, "node.suspended")
+    assert suspended["reason"] == "low-confidence"
+    (requested,) = payloads(docs, "interrupt.requested")
+    assert (requested["data"]["threshold"], requested["data"]["observed"]) == (0.7, 0.5)
+
+
+def test_replay_ordinal_loop_runs_the_effect_twice(server: Server) -> None:
+    run_id = server.create("conformance-replay-ordinal-loop", {"delayMs": 20})
+    server.wait(run_id, "completed")
+    docs = server.events(run_id)
+    assert types(docs, "effect").count("node.started") == 2
+    assert types(docs, "wait").count("node.completed") == 2
+
+
+def test_replay_side_effect_holds_then_runs_the_effect(server: Server) -> None:
+    run_id = server.create("conformance-replay-side-effect", {"delayMs": 20})
+    server.wait(run_id, "completed")
+    started = [p["nodeId"] for p in payloads(server.events(run_id), "node.started")]
+    assert started == ["wait", "effect"]
+
+
+def test_parent_cancel_cascades_to_the_child(server: Server) -> None:
+    parent = server.create("conformance-interrupt-parent-child-cancel")
+    server.wait(parent, "waiting-input")
+    (requested,) = payloads(server.events(parent), "interrupt.requested")
+    assert requested["data"]["customKind"] == "openwop.subWorkflow"
+    child = requested["data"]["payload"]["childRunId"]
+    snapshot = server.wait(child, "waiting-approval")
+    assert snapshot["metadata"]["parent"]["runId"] == parent
+    assert server.alice.runs_cancel(parent).status in ("cancelled", "cancelling")
+    server.wait(parent, "cancelled")
+    server.wait(child, "cancelled")
+    (cancelled,) = payloads(server.events(child), "run.cancelled")
+    assert cancelled["reason"] == "parent-cancelled"
+    # errors.md: one code per state; the v1-era fixture prose says 410 Gone.
+    refused(
+        lambda: server.resolve(child, "child-gate", {"action": "accept"}), 409, "interrupt_already_resolved"
+    )
+
+
+def test_child_completion_resumes_the_parent(server: Server) -> None:
+    parent = server.create("conformance-interrupt-parent-child-cancel")
+    server.wait(parent, "waiting-input")
+    child = payloads(server.events(parent), "interrupt.requested")[0]["data"]["payload"]["childRunId"]
+    server.wait(child, "waiting-approval")
+    server.resolve(child, "child-gate", {"action": "accept"})
+    server.wait(child, "completed")
+    server.wait(parent, "completed")
+    (completed,) = [
+        p for p in payloads(server.events(parent), "node.completed") if p["nodeId"] == "spawn-child"
+    ]
+    assert completed["outputs"] == {"childRunId": child, "childStatus": "completed"}
