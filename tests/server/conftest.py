@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -68,14 +69,21 @@ def app(host: WopHost, db_url: str) -> FastAPI:
     return create_app(host, make_settings(db_url))
 
 
-@pytest.fixture
-async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of the app, served with its lifespan: the workers drive runs as in production."""
+@asynccontextmanager
+async def serving(app: FastAPI, base_url: str = "http://testserver") -> AsyncIterator[httpx.AsyncClient]:
+    """A client of ``app`` served with its lifespan: its workers drive runs as in production."""
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://testserver") as c,
+        httpx.AsyncClient(transport=transport, base_url=base_url) as c,
     ):
+        yield c
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the app, served with its lifespan."""
+    async with serving(app) as c:
         yield c
 
 

@@ -18,6 +18,7 @@ from tests.server.conftest import (
     assert_error,
     at_rest,
     make_settings,
+    serving,
     started_run,
 )
 from tests.server.quorum_graphs import pair_graph
@@ -138,7 +139,7 @@ async def test_minting_for_an_approver_the_gate_does_not_name_is_refused(db_url:
     host.register("pair", pair_graph())
     app = create_app(host, make_settings(db_url))
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        async with serving(app, "http://t") as client:
             run_id = await suspended(client, "pair")
             url = f"/runs/{project_id(run_id)}/interrupts/review/tokens"
             for approver in ("mailer", "carol", "Alice"):
@@ -158,9 +159,7 @@ async def test_minting_for_an_approver_the_gate_does_not_name_is_refused(db_url:
 
 async def test_without_a_public_url_no_link_is_built_on_the_host_header(db_url: str, host: WopHost) -> None:
     app = create_app(host, make_settings(db_url, public_url=None))
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://evil.example"
-    ) as client:
+    async with serving(app, "http://evil.example") as client:
         run_id = await suspended(client)
         response = await client.post(
             f"/runs/{project_id(run_id)}/interrupts/review/tokens",
