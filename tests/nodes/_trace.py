@@ -13,7 +13,6 @@ A trace is a list of steps:
 from __future__ import annotations
 
 import itertools
-import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -29,21 +28,6 @@ from wop_langgraph.protocol.errors import ValidationError, WopError
 
 Step = tuple[Any, ...]
 _WORKFLOWS = itertools.count()
-_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
-STAMPED = "<decidedAt stamped on receipt>"
-
-
-def unstamped(value: Any) -> Any:
-    """``value`` with every ``decidedAt`` stamped on receipt (UTC, milliseconds) replaced by
-    :data:`STAMPED`: two runs receive their answers at different times."""
-    if isinstance(value, (list, tuple)):
-        return [unstamped(v) for v in value]
-    if isinstance(value, dict):
-        return {
-            k: STAMPED if k == "decidedAt" and isinstance(v, str) and _STAMP.match(v) else unstamped(v)
-            for k, v in value.items()
-        }
-    return value
 
 
 def without_key(payload: dict[str, Any]) -> dict[str, Any]:

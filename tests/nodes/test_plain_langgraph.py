@@ -14,7 +14,7 @@ from langgraph.types import Command
 from tests.host._graphs import ALICE, CUSTOM_RESUME_SCHEMA, State
 from tests.host._support import HostFactory
 from tests.nodes import _graphs as g
-from tests.nodes._trace import plain_config, unstamped, without_key
+from tests.nodes._trace import plain_config, without_key
 from wop_langgraph.host import Membership, Principal
 from wop_langgraph.nodes import request_approval
 from wop_langgraph.protocol.errors import CapabilityRequired, ValidationError, WopError
@@ -192,4 +192,4 @@ def test_a_gate_inside_a_subgraph_is_named_parent_dot_child_in_both_worlds(make_
     assert without_key(pending.payload) == without_key(asked.value)
     host.resolve(run_id, "parent.child", {"action": "accept"}, ALICE)
     (completed,) = [e for e in host.events(run_id) if e["type"] == "run.completed"]
-    assert unstamped(completed["payload"]["outputs"]) == unstamped(plain)
+    assert completed["payload"]["outputs"] == plain

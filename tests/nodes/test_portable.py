@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.host._support import HostFactory
 from tests.nodes import _graphs as g
-from tests.nodes._trace import STAMPED, Step, arun_plain, plain_config, run_host, run_plain, unstamped
+from tests.nodes._trace import Step, arun_plain, plain_config, run_host, run_plain
 from wop_langgraph.store.saver import AsyncSQLModelSaver, SQLModelSaver
 
 APPROVAL_BAD: list[Any] = [
@@ -63,7 +63,7 @@ SCENARIOS: dict[str, Scenario] = {
             "feedback": "ship it",
             "refine_feedback": None,
             "edited_artifact_data": None,
-            "resume_value": {"action": "accept", "feedback": "ship it", "decidedAt": STAMPED},
+            "resume_value": {"action": "accept", "feedback": "ship it"},
         },
     ),
     "approval-reject": Scenario(
@@ -101,7 +101,6 @@ SCENARIOS: dict[str, Scenario] = {
                 "action": "edit-accept",
                 "editedArtifactData": {"text": "better"},
                 "decidedBy": "anyone",
-                "decidedAt": STAMPED,
             },
         },
         suspensions=2,
@@ -127,7 +126,6 @@ SCENARIOS: dict[str, Scenario] = {
             "resume_value": {
                 "action": "refine",
                 "refineFeedback": {"scope": "section", "sectionPath": "$.text", "text": "shorter"},
-                "decidedAt": STAMPED,
             },
         },
     ),
@@ -230,14 +228,13 @@ _CONVERSATION_ID = re.compile(r"^conv-[0-9a-f]{32}$")
 
 
 def normalized(value: Any) -> Any:
-    """``value`` with conversation ids (derived from the run's own ids) replaced by one marker,
-    and receipt stamps by another (:func:`unstamped`)."""
+    """``value`` with conversation ids (derived from the run's own ids) replaced by one marker."""
     if isinstance(value, str) and _CONVERSATION_ID.match(value):
         return "conv-*"
     if isinstance(value, (list, tuple)):
         return [normalized(v) for v in value]
     if isinstance(value, dict):
-        return {k: normalized(v) for k, v in unstamped(value).items()}
+        return {k: normalized(v) for k, v in value.items()}
     return value
 
 
@@ -255,7 +252,7 @@ def check_expected(scenario: Scenario, trace: list[Step]) -> None:
         assert trace[-1][1]["code"] == scenario.result
         assert scenario.message in trace[-1][1]["message"]
     elif scenario.result is not None:
-        assert unstamped(trace[-1][1]["result"]) == scenario.result
+        assert trace[-1][1]["result"] == scenario.result
     for name, expected in scenario.state.items():
         assert trace[-1][1][name] == expected, name
 

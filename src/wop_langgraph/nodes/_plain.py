@@ -82,9 +82,6 @@ def suspend_plain(call: NodeCall, payload: dict[str, Any]) -> Delivery:
             # A question about the artifact decides nothing: the host keeps the gate pending,
             # so ask again (same key) until a deciding value arrives.
             continue
-        if isinstance(value, dict) and "decidedAt" not in value:
-            # As the host records it: the normalised value, decidedAt stamped on receipt.
-            value = {**value, "decidedAt": parsed.decided_at}
         data = keyed["data"]
         outcome = tally(
             [Vote(voter="langgraph", action=parsed.action)],

@@ -36,8 +36,7 @@ class ApprovalDecision:
         feedback: the deciding reviewer's free-text feedback, if any.
         refine_feedback: the structured feedback of a ``refine``.
         edited_artifact_data: the artifact as edited by an ``edit-accept``.
-        resume_value: the deciding resume value as sent, with ``decidedAt`` stamped on
-            receipt when it had none (as ``interrupt.resolved`` records it).
+        resume_value: the deciding resume value as sent.
     """
 
     action: str
