@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -27,9 +26,8 @@ from typing import Any, TypedDict
 
 import httpx
 from langgraph.graph import END, START, StateGraph
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
+from _postgres import scratch_database
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.nodes import request_approval
 from wop_langgraph.protocol.ids import project_id
@@ -141,17 +139,8 @@ def in_process_rate(db_url: str, runs: int) -> float:
 
 @contextmanager
 def _postgres_database(server_url: str) -> Iterator[str]:
-    server = make_url(server_url).set(drivername="postgresql+psycopg")
-    name = f"wop_bench_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield server.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_database(server_url) as url:
+        yield url.render_as_string(hide_password=False)
 
 
 @contextmanager

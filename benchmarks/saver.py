@@ -42,9 +42,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
+from _postgres import scratch_database
 from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.store import SQLModelSaver
 
@@ -121,17 +120,8 @@ _GRAPHS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], None]]] = {
 @contextlib.contextmanager
 def _postgres_database(server_url: str) -> Iterator[str]:
     """A new empty database on the server; yields its plain ``postgresql://`` URL."""
-    server = make_url(server_url).set(drivername="postgresql+psycopg")
-    name = f"wop_bench_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        yield server.set(drivername="postgresql", database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_database(server_url) as url:
+        yield url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 @contextlib.contextmanager

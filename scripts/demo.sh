@@ -9,4 +9,6 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet -e .
-exec "$VENV/bin/wop-langgraph" demo "$@"
+"$VENV/bin/wop-langgraph" demo "$@"
+echo
+echo "wop-langgraph is installed in $PWD/$VENV; to use it: source $VENV/bin/activate"

@@ -1,7 +1,9 @@
 """Fixtures shared by every test: one database per test, on SQLite and (when configured) PostgreSQL.
 
 PostgreSQL tests read the server's URL from ``WOP_TEST_POSTGRES_URL`` and skip with a clear
-reason when it is unset, so the suite passes on a laptop without a server.
+reason when it is unset, so the suite passes on a laptop without a server. The database the URL
+names need not exist: the fixtures create (and drop) uniquely named databases of their own,
+issuing ``CREATE DATABASE`` through the named database or the server's default ``postgres``.
 """
 
 from __future__ import annotations
@@ -9,46 +11,82 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import NullPool
 
 POSTGRES_ENV = "WOP_TEST_POSTGRES_URL"
 BACKENDS = ["sqlite", "postgres"]
 
 
 def postgres_server_url() -> str:
-    """The admin URL of the test PostgreSQL server, or skip the calling test."""
+    """The URL of the test PostgreSQL server, or skip the calling test.
+
+    Only its server part has to be right: the database it names may not exist (see
+    :func:`postgres_admin_url`).
+    """
     url = os.environ.get(POSTGRES_ENV)
     if not url:
         pytest.skip(f"PostgreSQL tests need {POSTGRES_ENV} (e.g. postgresql://postgres@127.0.0.1:5432/test)")
     return url
 
 
+# Where CREATE/DROP DATABASE is sent when the URL's own database cannot be reached: every server
+# has `postgres` (the default maintenance database) unless someone dropped it; `template1` always.
+_MAINTENANCE_DATABASES = ("postgres", "template1")
+
+
+@cache
+def _admin_url(server_url: str) -> URL:
+    server = make_url(server_url).set(drivername="postgresql+psycopg")
+    candidates = [server.database, *_MAINTENANCE_DATABASES] if server.database else _MAINTENANCE_DATABASES
+    failures: list[str] = []
+    for database in dict.fromkeys(candidates):
+        candidate = server.set(database=database)
+        engine = create_engine(candidate, poolclass=NullPool)
+        try:
+            with engine.connect():
+                return candidate
+        except OperationalError as exc:
+            failures.append(f"{database}: {str(exc.orig).strip().splitlines()[-1]}")
+        finally:
+            engine.dispose()
+    raise RuntimeError(f"cannot reach the PostgreSQL server of {POSTGRES_ENV}: " + "; ".join(failures))
+
+
+def postgres_admin_url() -> URL:
+    """A connectable URL on the test server for ``CREATE``/``DROP DATABASE``.
+
+    The database named in ``WOP_TEST_POSTGRES_URL`` when it exists, else the server's default
+    ``postgres`` database (``template1`` as a last resort), so any database name works.
+    """
+    return _admin_url(postgres_server_url())
+
+
 def create_postgres_database() -> str:
-    """Create an empty database on the test server and return its psycopg URL."""
-    server = make_url(postgres_server_url()).set(drivername="postgresql+psycopg")
+    """Create an empty, uniquely named database on the test server and return its psycopg URL."""
+    admin_url = postgres_admin_url()
     name = f"wop_test_{uuid.uuid4().hex[:16]}"
-    admin = create_engine(server, isolation_level="AUTOCOMMIT", poolclass=None)
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
     try:
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
     finally:
         admin.dispose()
-    return server.set(database=name).render_as_string(hide_password=False)
+    return admin_url.set(database=name).render_as_string(hide_password=False)
 
 
 def drop_postgres_database(url: str) -> None:
     """Drop a database made by :func:`create_postgres_database`, closing its sessions."""
-    target = make_url(url)
-    admin = create_engine(
-        target.set(database=make_url(postgres_server_url()).database), isolation_level="AUTOCOMMIT"
-    )
+    admin = create_engine(postgres_admin_url(), isolation_level="AUTOCOMMIT", poolclass=NullPool)
     try:
         with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{target.database}" WITH (FORCE)'))
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
     finally:
         admin.dispose()
 

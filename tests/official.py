@@ -1,8 +1,10 @@
 """The official OpenWOP schemas as a test judge: load them, resolve their refs, validate documents.
 
-The files are read in place from ``<repo>/../shared/openwop`` (or ``$WOP_OPENWOP_DIR``) and never
-copied or edited. Every file with a ``$id`` is registered in one ``referencing.Registry``, so a
-``$ref`` such as ``ids.schema.json#/$defs/nodeId`` resolves exactly as the spec wrote it.
+The files are the repository's unedited copies in ``third_party/openwop/`` (provenance in its
+``SOURCES.md``, licence in its ``README.md``), checked against its ``SHA256SUMS`` before they are
+used; ``$WOP_OPENWOP_DIR`` points the judge at another copy instead. Every file with a ``$id`` is
+registered in one ``referencing.Registry``, so a ``$ref`` such as ``ids.schema.json#/$defs/nodeId``
+resolves exactly as the spec wrote it.
 
 Some ``$ref``\\ ed schemas were not vendored (SOURCES.md). Each gets a **stand-in**, listed in
 :data:`STAND_INS` and clearly not official: the Subject shape from SPEC_NOTES §3, an empty schema
@@ -12,6 +14,7 @@ missing, so a stand-in never hides a schema that could have been read.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -34,7 +37,7 @@ PAYLOADS_ID = V2 + "run-event-payloads.schema.json"
 
 # ---------------------------------------------------------------------------------------------
 # STAND-INS: NOT OFFICIAL. These schemas are $ref'ed by the vendored files but were not available
-# to vendor (see shared/openwop/SOURCES.md). They exist only so references resolve.
+# to vendor (see third_party/openwop/SOURCES.md). They exist only so references resolve.
 # ---------------------------------------------------------------------------------------------
 _STAND_IN_SUBJECT: dict[str, Any] = {
     "$comment": "STAND-IN, not the official subject.schema.json: the SPEC_NOTES §3 shape (identity.md §1).",
@@ -81,20 +84,65 @@ STAND_INS: Mapping[str, dict[str, Any]] = {
 """Stand-ins by URI. NOT OFFICIAL; see the banner above."""
 
 
+REPO = Path(__file__).resolve().parents[1]
+VENDORED_DIR = REPO / "third_party" / "openwop"
+"""The repository's copy of the official files."""
+SHARED_DIR = REPO.parent / "shared" / "openwop"
+"""Where the copy came from, beside the repository on the project's machines; optional."""
+MANIFEST = "SHA256SUMS"
+
+
 def openwop_dir() -> Path:
-    """Where the official files are: ``$WOP_OPENWOP_DIR``, else ``<repo>/../shared/openwop``."""
+    """Where the official files are: ``$WOP_OPENWOP_DIR``, else ``<repo>/third_party/openwop``."""
     override = os.environ.get(ENV_VAR)
     if override:
         return Path(override).resolve()
-    return Path(__file__).resolve().parents[2] / "shared" / "openwop"
+    return VENDORED_DIR
+
+
+def manifest_problems(root: Path = VENDORED_DIR) -> list[str]:
+    """How the files under ``root`` differ from its ``SHA256SUMS`` (empty when they match).
+
+    Every file but the manifest itself must be listed, and every listed file must exist with
+    the listed digest.
+    """
+    listed: dict[str, str] = {}
+    for line in (root / MANIFEST).read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        listed[name] = digest
+    present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()} - {MANIFEST}
+    problems = [f"{name}: not in {MANIFEST}" for name in sorted(present - listed.keys())]
+    problems += [f"{name}: listed in {MANIFEST} but missing" for name in sorted(listed.keys() - present)]
+    for name in sorted(present & listed.keys()):
+        actual = hashlib.sha256((root / name).read_bytes()).hexdigest()
+        if actual != listed[name]:
+            problems.append(f"{name}: sha256 {actual}, {MANIFEST} says {listed[name]}")
+    return problems
 
 
 def official_files() -> list[Path]:
-    """Every official JSON file (schemas and spec data), sorted."""
+    """Every official JSON file (schemas, spec data, fixtures), sorted.
+
+    Raises:
+        FileNotFoundError: the folder is missing.
+        AssertionError: the repository's copy does not match its manifest (it was edited).
+    """
     root = openwop_dir()
     if not root.is_dir():
         raise FileNotFoundError(f"official OpenWOP files not found at {root}; set {ENV_VAR}")
+    if root == VENDORED_DIR:
+        _check_vendored_once()
     return sorted(p for p in root.rglob("*.json") if p.is_file())
+
+
+@cache
+def _check_vendored_once() -> None:
+    problems = manifest_problems(VENDORED_DIR)
+    if problems:
+        raise AssertionError(
+            f"{VENDORED_DIR} does not match its {MANIFEST}; the official files must stay unedited:\n"
+            + "\n".join(problems)
+        )
 
 
 @cache
@@ -319,14 +367,19 @@ def first_error(errors: list[str]) -> str:
 
 __all__ = [
     "ENV_VAR",
+    "MANIFEST",
     "PAYLOADS_ID",
+    "REPO",
     "RUN_EVENT_ID",
+    "SHARED_DIR",
     "STAND_INS",
+    "VENDORED_DIR",
     "SchemaValidationError",
     "event_errors",
     "first_error",
     "format_checker",
     "is_valid_official",
+    "manifest_problems",
     "official_errors",
     "official_examples",
     "official_files",

@@ -15,6 +15,8 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
+from wop_langgraph.store.engine import normalize_url
 from wop_langgraph.targets import load_workflows
 
 __all__ = ["worker_main"]
@@ -48,6 +50,11 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     from wop_langgraph.host import WopHost
 
     url = args.database_url or os.environ.get("WOP_DATABASE_URL") or "sqlite:///wop.db"
+    if normalize_url(url).get_backend_name() == "postgresql":
+        problem = missing_extra("postgres", "wop-langgraph worker --db postgresql")
+        if problem:
+            print(problem, file=sys.stderr)
+            return MISSING_EXTRA_STATUS
     workflows = load_workflows(args.target, command="worker")
     host = WopHost.from_url(
         url,

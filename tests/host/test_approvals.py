@@ -115,7 +115,13 @@ def test_rejection_route_continues_at_the_named_node(host: WopHost) -> None:
     assert outputs(host, run_id)["log"] == ["write", "revise"]
     payload = resolved(host, run_id)
     assert payload["decision"] == "rejected"
-    assert not payloads(events(host, run_id), "run.failed")
+    docs = events(host, run_id)
+    assert not payloads(docs, "run.failed")
+    # A rejected gate is a failed source, even when its route continues the run (interrupt.md).
+    (failed,) = payloads(docs, "node.failed")
+    assert failed["nodeId"] == "review"
+    assert (failed["error"]["code"], failed["error"]["retryable"]) == ("approval_rejected", False)
+    assert "review" not in [p["nodeId"] for p in payloads(docs, "node.completed")]
 
 
 def test_routed_gate_accepting_continues_on_its_own_path(host: WopHost) -> None:

@@ -11,6 +11,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
@@ -238,3 +239,12 @@ def test_parallel_gates_never_fail_the_run(workers: WopHost, gap: float) -> None
         assert len(payloads(docs, "interrupt.requested")) == 2
         assert len(payloads(docs, "interrupt.resolved")) == 2
         assert payloads(docs, "run.completed")[0]["outputs"]["log"] == ["joined"]
+
+
+def test_no_lock_files_are_left_beside_a_sqlite_database(host: WopHost, db_url: str) -> None:
+    run_id, _ = start(host, async_review_graph())
+    host.resolve(run_id, "review", {"action": "accept"}, ALICE)
+    if db_url.startswith("sqlite:///"):
+        database = Path(db_url.removeprefix("sqlite:///"))
+        assert database.exists()
+        assert not [p for p in database.parent.iterdir() if p.name.endswith(".locks")]

@@ -142,3 +142,26 @@ def test_concurrent_sweeps_time_each_interrupt_out_once(make_host: HostFactory) 
 def host_status(host: WopHost, run_id: str) -> str:
     status: str = host.snapshot(run_id)["status"]
     return status
+
+
+@pytest.mark.parametrize("kind", ["approval", "clarification"])
+def test_a_late_answer_times_the_gate_out_with_no_sweep(make_host: HostFactory, kind: str) -> None:
+    """The deadline is decided in the resolve's own transaction: no sweep ran, the answer came late."""
+    now = [datetime.now(UTC)]
+    host = make_host(clock=lambda: now[0])
+    graph = approval_graph(timeout=60) if kind == "approval" else clarification_graph(timeout=60)
+    run_id, _ = start(host, graph)
+    (gate,) = host.pending_interrupts(run_id)
+    value = {"action": "accept"} if kind == "approval" else {"answers": {"colour": "red", "copies": 1}}
+    now[0] += timedelta(seconds=61)  # past the deadline by a second; the sweep never runs
+    with pytest.raises(InterruptAlreadyResolved, match="timed out"):
+        host.resolve(run_id, gate.node_id, value, ALICE)
+    docs = events(host, run_id)
+    (resolved,) = payloads(docs, "interrupt.resolved")
+    assert resolved["reason"] == "timeout" and "resumeValue" not in resolved
+    if kind == "approval":
+        assert (resolved["action"], resolved["decision"]) == ("timeout", "rejected")
+    assert host.snapshot(run_id)["status"] == "failed"  # the late accept granted nothing
+    assert count("publish") == 0
+    with pytest.raises(InterruptAlreadyResolved):  # and a retry is answered the same way
+        host.resolve(run_id, gate.node_id, value, ALICE)

@@ -14,6 +14,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -118,3 +119,49 @@ def test_random_sigkills_of_a_worker_leave_nothing_stuck(make_host: HostFactory,
         assert completed["outputs"]["decision"] == "accept"
         assert docs[-1]["type"] == "run.completed"
     assert answered, "the trials never resolved a gate before the kill"
+
+
+def test_a_server_killed_during_post_runs_loses_no_acknowledged_run(
+    db_url: str, make_host: HostFactory
+) -> None:
+    """SIGKILL the server while clients create runs: every run answered 201 ends or waits after restart."""
+    import httpx
+
+    from tests.server.conftest import ALICE as ALICE_HEADERS
+    from tests.server.process import served_process
+
+    acknowledged: list[str] = []
+    rng = random.Random(7)
+    for _ in range(2):
+        with served_process(db_url, target="tests.host._crash_graphs:WORKFLOWS") as (base, process):
+            stop = time.monotonic() + rng.uniform(0.3, 1.5)
+
+            def create(stop: float = stop, base: str = base) -> None:
+                with httpx.Client(base_url=base, timeout=10) as client:
+                    while time.monotonic() < stop + 5:
+                        try:
+                            response = client.post(
+                                "/runs", json={"workflowId": WORKFLOW}, headers=ALICE_HEADERS
+                            )
+                        except httpx.TransportError:
+                            return  # the server died under this request: no 201, no promise
+                        if response.status_code == 201:
+                            acknowledged.append(response.json()["runId"])
+
+            clients = [threading.Thread(target=create) for _ in range(4)]
+            for client in clients:
+                client.start()
+            time.sleep(max(0.0, stop - time.monotonic()))
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+            for client in clients:
+                client.join(30)
+    assert acknowledged
+    host = make_host()
+    host.register(WORKFLOW, WORKFLOWS[WORKFLOW])
+    with worker(db_url):
+        settle(host, acknowledged, timeout=120)
+    for rid in acknowledged:
+        docs = events(host, rid)
+        assert len(payloads(docs, "interrupt.requested")) == 1
+        assert docs[-1]["type"] == "run.completed"

@@ -40,10 +40,10 @@ def test_env_var_overrides_the_location(tmp_path: Path, monkeypatch: pytest.Monk
         official.official_files()
 
 
-def test_default_location_is_beside_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_location_is_the_repositorys_copy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(official.ENV_VAR, raising=False)
     repo = Path(official.__file__).resolve().parents[1]
-    assert official.openwop_dir() == repo.parent / "shared" / "openwop"
+    assert official.openwop_dir() == repo / "third_party" / "openwop"
 
 
 def test_the_type_oneof_defect_is_pinned() -> None:

@@ -39,6 +39,21 @@ def served(
     """A server process over ``db_url``; yields its base URL and stops it afterwards.
 
     ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``).
+    """
+    with served_process(db_url, target=target, sweep=sweep, extra_args=extra_args) as (base, _):
+        yield base
+
+
+@contextmanager
+def served_process(
+    db_url: str,
+    *,
+    target: str = "tests.server.graphs:WORKFLOWS",
+    sweep: float = 0,
+    extra_args: Sequence[str] = (),
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Like :func:`served`, also yielding the process (a crash test may SIGKILL it).
+
     Links are built on the server's own address (``WOP_PUBLIC_URL``), as a deployment would
     configure its public origin.
     """
@@ -79,7 +94,7 @@ def served(
             if time.monotonic() > deadline:
                 raise RuntimeError("the server did not start within 60 s")
             time.sleep(0.1)
-        yield base
+        yield base, process
     finally:
         process.terminate()
         try:

@@ -5,9 +5,13 @@ host). Serve the chat workflow with conversations enabled, then start the app::
 
     export WOP_SIGNING_KEYS="k1=$(openssl rand -hex 32)"
     export WOP_API_KEYS="demo-key=acme:alice:runs:create+runs:read+approvals:respond"
-    wop-langgraph serve wop_langgraph.examples.chat_app:WORKFLOWS --conversations --db sqlite:///chat.db
+    wop-langgraph serve wop_langgraph.examples.chat_app:WORKFLOWS --conversations \
+        --db sqlite:///chat.db --port 8001
 
-    python -m wop_langgraph.examples.chat_app --server http://127.0.0.1:8000 --api-key demo-key
+    python -m wop_langgraph.examples.chat_app --api-key demo-key   # --server http://127.0.0.1:8001
+
+Both need the ``chat`` extra (the server and ``openwop-client``). The chat server uses port 8001 so
+it can run beside the review server's default 8000.
 
 The app creates a run of the chat workflow and then loops: it long-polls the run's events, finds
 the pending ``conversation.exchange`` interrupt (its ``prompt`` and ``outcomeSchema`` come from the
@@ -38,17 +42,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
 from wop_langgraph.examples.chat import WORKFLOW_ID, build_chat_graph
 
 if TYPE_CHECKING:
     from openwop_client import OpenwopClient  # type: ignore[import-untyped,unused-ignore]
 
-__all__ = ["WORKFLOWS", "ChatApp", "PendingExchange", "main", "parse_answer"]
+__all__ = ["DEFAULT_SERVER", "WORKFLOWS", "ChatApp", "PendingExchange", "main", "parse_answer"]
 
 WORKFLOWS: Final = {WORKFLOW_ID: build_chat_graph()}
 """The target ``wop-langgraph serve wop_langgraph.examples.chat_app:WORKFLOWS --conversations``."""
 
 EXCHANGE: Final = "conversation.exchange"
+
+DEFAULT_SERVER: Final = "http://127.0.0.1:8001"
+"""Where the chat server listens by default (the review server's default is port 8000)."""
 
 
 @dataclass(frozen=True)
@@ -221,12 +229,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m wop_langgraph.examples.chat_app",
         description="Chat with the order-problem workflow on a wop-langgraph server.",
     )
-    parser.add_argument("--server", default="http://127.0.0.1:8000", help="server base URL")
+    parser.add_argument(
+        "--server", default=DEFAULT_SERVER, help=f"server base URL (default {DEFAULT_SERVER})"
+    )
     parser.add_argument(
         "--api-key", required=True, help="an API key with runs:create, runs:read, approvals:respond"
     )
     parser.add_argument("--workflow", default=WORKFLOW_ID, help=f"workflow id (default {WORKFLOW_ID})")
     args = parser.parse_args(argv)
+    problem = missing_extra("chat", "python -m wop_langgraph.examples.chat_app")
+    if problem:
+        print(problem, file=sys.stderr)
+        return MISSING_EXTRA_STATUS
     from openwop_client import OpenwopClient, WopError  # type: ignore[import-untyped,unused-ignore]
 
     app = ChatApp(OpenwopClient(args.server, args.api_key), ask=input, workflow_id=args.workflow)

@@ -25,7 +25,15 @@ from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.nodes._context import RunContext
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events
-from wop_langgraph.store.run_queue import Claim, cancelled_leases, claim_next, claim_run, release, renew
+from wop_langgraph.store.run_queue import (
+    Claim,
+    any_claimable,
+    cancelled_leases,
+    claim_next,
+    claim_run,
+    release,
+    renew,
+)
 from wop_langgraph.store.run_tables import events_table, runs_table
 from wop_langgraph.store.runs import get_run
 
@@ -74,13 +82,14 @@ class Executor:
 
     def claim_next(self) -> Claim | None:
         """Lease the longest-waiting queued run of a registered workflow, if any."""
+        workflow_ids = self.registry.workflow_ids()
+        with self.engine.connect() as conn:
+            # A read first: an idle worker's poll takes no write lock (SQLite) and no row lock.
+            if not any_claimable(conn, workflow_ids=workflow_ids, now=self.clock()):
+                return None
         with self.engine.begin() as conn:
             return claim_next(
-                conn,
-                owner=self.owner,
-                workflow_ids=self.registry.workflow_ids(),
-                now=self.clock(),
-                lease=self.lease,
+                conn, owner=self.owner, workflow_ids=workflow_ids, now=self.clock(), lease=self.lease
             )
 
     def claim(self, run_id: str) -> Claim | None:

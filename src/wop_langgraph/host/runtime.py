@@ -27,10 +27,11 @@ from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
 from wop_langgraph.host.validation import require_json
 from wop_langgraph.host.worker import WorkerPool
-from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
+from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
+from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.events import NewEvent, append_events, read_events
 from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
 from wop_langgraph.store.run_queue import CANCEL_CHANNEL, enqueue, notify, unqueued_stragglers
@@ -86,6 +87,7 @@ class WopHost:
         self.ref_kinds = frozenset(ref_kinds)
         self.executor = Executor(self.engine, self.registry, self.options, clock, lease_seconds=lease_seconds)
         self._pool: WorkerPool | None = None
+        signals_for(self.engine)  # appends wake event readers from the first commit on
         self.executor.after_drive.append(self._settle_links)
         self._resolver = Resolver(
             ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued)
@@ -322,9 +324,14 @@ class WopHost:
         returned status is the run's once it is at rest again. See
         :class:`~wop_langgraph.host.resolver.Resolver` for the contract.
         """
-        result = self._resolver.resolve(
-            run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
-        )
+        try:
+            result = self._resolver.resolve(
+                run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
+            )
+        except InterruptAlreadyResolved as exc:
+            if wait and (exc.details or {}).get("reason") == "timeout":
+                self.executor.drive_until_idle(run_id)  # the late answer timed the gate out here
+            raise
         if wait and result["status"] == "running":
             self.executor.drive_until_idle(run_id)
             result = {**result, "status": self.snapshot(run_id)["status"]}

@@ -27,6 +27,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "ProtocolVersionUnsupported",
+    "RateLimited",
     "RunForbidden",
     "RunTerminal",
     "StoreError",
@@ -241,6 +242,14 @@ class CapabilityNotProvided(WopError):
     code = "capability_not_provided"
     status = 422
     retryable = False
+
+
+class RateLimited(WopError):
+    """Too many requests (or open streams) for now; ``Retry-After`` says when to try again."""
+
+    code = "rate_limited"
+    status = 429
+    retryable = True
 
 
 class ApprovalRejected(WopError):

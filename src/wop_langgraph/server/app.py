@@ -14,6 +14,7 @@ from wop_langgraph.server.maintenance import lifespan
 from wop_langgraph.server.paths import SlashEscapeMiddleware
 from wop_langgraph.server.settings import Settings, first_signing_secret
 from wop_langgraph.server.state import ServerState
+from wop_langgraph.server.streams import StreamLimits
 
 __all__ = ["create_app"]
 
@@ -39,7 +40,14 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
         allow=settings.callback_allow,
     )
     delivery = CallbackDelivery(host, keys, policy, timedelta(seconds=settings.token_ttl_seconds))
-    state = ServerState(host=host, settings=settings, signing_keys=keys, api_keys=api_keys, delivery=delivery)
+    state = ServerState(
+        host=host,
+        settings=settings,
+        signing_keys=keys,
+        api_keys=api_keys,
+        delivery=delivery,
+        streams=StreamLimits(settings.max_streams_per_key, settings.max_streams_total),
+    )
     CallbackDelivery.create_table(host.engine)
     host.executor.after_drive.append(delivery.notify)
 

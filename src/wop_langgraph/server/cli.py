@@ -16,14 +16,32 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
 from wop_langgraph.targets import load_workflows
 
-__all__ = ["build_parser", "load_workflows", "serve_main"]
+__all__ = ["DESCRIPTION", "build_parser", "load_workflows", "serve_main"]
+
+DESCRIPTION = """\
+Serve LangGraph graphs over the OpenWOP HTTP interface (needs the 'server' extra; a
+postgresql+psycopg:// database also needs the 'postgres' extra).
+
+MODULE:ATTR names a compiled graph (served as the workflow ATTR), a {workflowId: graph} dict, or a
+function without arguments returning either. Configuration comes from WOP_* environment
+variables: WOP_SIGNING_KEYS (required), WOP_API_KEYS, WOP_DATABASE_URL (--db overrides it),
+WOP_PUBLIC_URL, WOP_TOKEN_TTL_SECONDS, WOP_SWEEP_INTERVAL_SECONDS.
+
+example:
+  wop-langgraph serve wop_langgraph.examples.review:workflows --db sqlite:///runs.db --port 8000
+"""
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The ``serve`` arguments (on ``parser`` when the caller owns the top-level CLI)."""
-    parser = parser or argparse.ArgumentParser(prog="wop-langgraph serve", description=__doc__)
+    parser = parser or argparse.ArgumentParser(
+        prog="wop-langgraph serve",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "target",
         metavar="MODULE:ATTR",
@@ -59,15 +77,25 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.target is None and args.definitions is None:
         parser.error("give MODULE:ATTR, --definitions DIR, or both")
+    problem = missing_extra("server", "wop-langgraph serve")
+    if problem:
+        print(problem, file=sys.stderr)
+        return MISSING_EXTRA_STATUS
     import uvicorn
 
     from wop_langgraph.host import WopHost
     from wop_langgraph.server import ConfigurationError, Settings, create_app
+    from wop_langgraph.store.engine import normalize_url
 
     overrides: dict[str, Any] = {"database_url": args.database_url} if args.database_url else {}
     if args.workers is not None:
         overrides["workers"] = args.workers
     settings = Settings(**overrides)
+    if normalize_url(settings.database_url).get_backend_name() == "postgresql":
+        problem = missing_extra("postgres", "wop-langgraph serve --db postgresql")
+        if problem:
+            print(problem, file=sys.stderr)
+            return MISSING_EXTRA_STATUS
     workflows = load_workflows(args.target) if args.target else {}
     try:
         settings.keyring()

@@ -4,6 +4,12 @@ Both read the durable event log through the host; neither holds anything in memo
 requests, so any replica can serve any run. SSE frames are ``id: <sequence>``, ``event: <type>``,
 ``data: <RunEventDoc>``; ``Last-Event-ID`` resumes after that sequence; a keep-alive comment goes
 out every 15 s; the stream closes after the terminal event.
+
+Readers do not poll: between reads they wait for a wake-up that an append to the run sends
+after its commit (in process, and across processes through PostgreSQL ``NOTIFY``), so an idle
+stream costs no queries. Only SQLite shared with separate worker processes (``serve --workers
+0``) re-checks every :data:`FALLBACK_SECONDS`. Open streams are limited per caller and per
+server (``429 rate_limited``).
 """
 
 from __future__ import annotations
@@ -26,15 +32,19 @@ from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.paths import run_id_from_path
 from wop_langgraph.server.state import ServerState, server_state
 from wop_langgraph.server.stream_modes import TERMINAL_EVENT_TYPES, EventFilter, event_filter
+from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.run_tables import events_table
 
-__all__ = ["KEEP_ALIVE_SECONDS", "POLL_INTERVAL_SECONDS", "router"]
+__all__ = ["FALLBACK_SECONDS", "KEEP_ALIVE_SECONDS", "router"]
 
 router = APIRouter()
 State = Annotated[ServerState, Depends(server_state)]
 Reader = Annotated[Principal, Depends(require_scopes("runs:read"))]
 KEEP_ALIVE_SECONDS = 15.0
-POLL_INTERVAL_SECONDS = 0.1
+#: Re-check interval where no wake-up can cross processes (SQLite with separate workers).
+FALLBACK_SECONDS = 1.0
+#: A wake-up can precede the visibility of its commit by a moment: one re-read after this.
+_SETTLE_SECONDS = 0.05
 _BATCH = 500
 
 
@@ -52,19 +62,21 @@ async def poll_events(
     keep = event_filter(streamMode, default="debug")
     host = state.host
     deadline = time.monotonic() + timeout
-    while True:
-        batch, status, last = await run_in_threadpool(_read, host, run_id, afterSequence, None)
-        events = [e for e in batch if keep(e)]
-        terminal = status in TERMINAL_STATUSES
-        if events or terminal or time.monotonic() >= deadline:
-            return {
-                "runId": run_id,
-                "events": events,
-                "lastSequence": last,
-                "status": status,
-                "isTerminal": terminal,
-            }
-        await asyncio.sleep(POLL_INTERVAL_SECONDS)
+    with state.streams.hold(_caller(principal)):
+        while True:
+            batch, status, last = await run_in_threadpool(_read, host, run_id, afterSequence, None)
+            events = [e for e in batch if keep(e)]
+            terminal = status in TERMINAL_STATUSES
+            remaining = deadline - time.monotonic()
+            if events or terminal or remaining <= 0:
+                return {
+                    "runId": run_id,
+                    "events": events,
+                    "lastSequence": last,
+                    "status": status,
+                    "isTerminal": terminal,
+                }
+            await _wait_for_append(state, run_id, remaining)
 
 
 @router.get("/runs/{runId}/events")
@@ -82,7 +94,7 @@ async def stream_events(
     after = _cursor(last_event_id)
     await run_in_threadpool(state.host.snapshot, run_id)  # 404 before the stream starts
     return StreamingResponse(
-        _frames(request, state.host, run_id, after, keep),
+        _frames(request, state, _caller(principal), run_id, after, keep),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -103,27 +115,44 @@ def _cursor(last_event_id: str | None) -> int:
 
 
 async def _frames(
-    request: Request, host: WopHost, run_id: str, after: int, keep: EventFilter
+    request: Request, state: ServerState, caller: str, run_id: str, after: int, keep: EventFilter
 ) -> AsyncIterator[str]:
-    last_sent = time.monotonic()
-    yield "retry: 1000\n\n"
-    while True:
-        batch, status, _ = await run_in_threadpool(_read, host, run_id, after, _BATCH)
-        for event in batch:
-            after = event["sequence"]
-            if keep(event):
-                data = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
-                yield f"id: {event['sequence']}\nevent: {event['type']}\ndata: {data}\n\n"
-                last_sent = time.monotonic()
-            if event["type"] in TERMINAL_EVENT_TYPES:
-                return
-        if not batch:
+    with state.streams.hold(caller):
+        last_sent = time.monotonic()
+        yield "retry: 1000\n\n"
+        while True:
+            batch, status, _ = await run_in_threadpool(_read, state.host, run_id, after, _BATCH)
+            for event in batch:
+                after = event["sequence"]
+                if keep(event):
+                    data = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+                    yield f"id: {event['sequence']}\nevent: {event['type']}\ndata: {data}\n\n"
+                    last_sent = time.monotonic()
+                if event["type"] in TERMINAL_EVENT_TYPES:
+                    return
+            if batch:
+                continue  # a full batch: there may be more
             if status in TERMINAL_STATUSES or await request.is_disconnected():
                 return
-            if time.monotonic() - last_sent >= KEEP_ALIVE_SECONDS:
+            quiet = KEEP_ALIVE_SECONDS - (time.monotonic() - last_sent)
+            if quiet <= 0:
                 yield ": keep-alive\n\n"
                 last_sent = time.monotonic()
-            await asyncio.sleep(POLL_INTERVAL_SECONDS)
+                continue
+            await _wait_for_append(state, run_id, quiet)
+
+
+async def _wait_for_append(state: ServerState, run_id: str, timeout: float) -> None:
+    """Wait for an append to ``run_id`` (bounded by ``timeout``), without touching the database."""
+    signals = signals_for(state.host.engine)
+    if not signals.cross_process and state.settings.workers == 0:
+        timeout = min(timeout, FALLBACK_SECONDS)  # other processes append here unannounced
+    if await signals.wait_async(run_id, timeout):
+        await asyncio.sleep(_SETTLE_SECONDS)  # let the commit that woke us become visible
+
+
+def _caller(principal: Principal) -> str:
+    return f"{principal.tenant}/{principal.subject_id}"
 
 
 def _read(host: WopHost, run_id: str, after: int, limit: int | None) -> tuple[list[dict[str, Any]], str, int]:

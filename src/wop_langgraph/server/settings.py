@@ -56,6 +56,8 @@ class Settings(BaseSettings):
     token_ttl_seconds: int = Field(default=1800, ge=1)
     sweep_interval_seconds: float = Field(default=5.0, ge=0)
     workers: int = Field(default=4, ge=0)
+    max_streams_per_key: int = Field(default=100, ge=1)
+    max_streams_total: int = Field(default=2000, ge=1)
     lease_seconds: float = Field(default=15.0, gt=0)
     callback_attempts: int = Field(default=5, ge=1)
     callback_backoff_seconds: float = Field(default=0.5, ge=0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -10,6 +10,7 @@ from fastapi import Request
 
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.errors import CapabilityNotProvided
+from wop_langgraph.server.streams import StreamLimits
 from wop_langgraph.tokens import SigningKeys
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ class ServerState:
     signing_keys: SigningKeys
     api_keys: ApiKeys
     delivery: CallbackDelivery
+    streams: StreamLimits = field(default_factory=lambda: StreamLimits(100, 2000))
 
     @property
     def token_ttl(self) -> timedelta:

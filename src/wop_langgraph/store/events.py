@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import iso_z
+from wop_langgraph.store.appended import APPENDED_KEY, EVENTS_CHANNEL
 from wop_langgraph.store.run_tables import event_counters_table, events_table
 
 __all__ = ["NewEvent", "RunLogClosed", "StoredEvent", "append_events", "last_sequence", "read_events"]
@@ -93,6 +94,7 @@ def append_events(
     if not events:
         return []
     first = _reserve_sequences(conn, run_id, len(events), close)
+    _announce(conn, run_id)
     stored = [
         StoredEvent(
             run_id=run_id,
@@ -171,6 +173,16 @@ def last_sequence(conn: Connection, run_id: str) -> int:
     """The highest sequence in the log of ``run_id``, or ``-1`` when it is empty."""
     value = conn.execute(select(func.max(_events.c.sequence)).where(_events.c.run_id == run_id)).scalar()
     return -1 if value is None else int(value)
+
+
+def _announce(conn: Connection, run_id: str) -> None:
+    """Have this transaction's commit wake the run's readers (see :mod:`.appended`)."""
+    conn.info.setdefault(APPENDED_KEY, set()).add(run_id)
+    if conn.dialect.name == "postgresql":
+        conn.execute(_NOTIFY, {"channel": EVENTS_CHANNEL, "run": run_id})
+
+
+_NOTIFY = text("SELECT pg_notify(:channel, :run)")
 
 
 def _reserve_sequences(conn: Connection, run_id: str, count: int, close: bool) -> int:

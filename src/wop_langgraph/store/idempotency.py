@@ -37,8 +37,9 @@ __all__ = [
 
 #: How long a final outcome is kept (the spec's floor is 24 hours).
 IDEMPOTENCY_RETENTION = timedelta(hours=24)
-#: After this long an in-flight record is presumed abandoned by a crashed process.
-IN_FLIGHT_LEASE = timedelta(minutes=2)
+#: After this long an in-flight record is presumed abandoned by a crashed process. Requests answer
+#: at commit (workers drive the graphs), so a live request never holds a key nearly this long.
+IN_FLIGHT_LEASE = timedelta(seconds=15)
 
 _table = idempotency_table
 

@@ -27,6 +27,7 @@ __all__ = [
     "CANCEL_CHANNEL",
     "QUEUE_CHANNEL",
     "Claim",
+    "any_claimable",
     "cancelled_leases",
     "claim_next",
     "claim_run",
@@ -120,6 +121,18 @@ def claim_next(
     if candidate is None:
         return None
     return _take(conn, str(candidate.run_id), owner, now, lease)
+
+
+def any_claimable(conn: Connection, *, workflow_ids: Collection[str], now: datetime) -> bool:
+    """Whether a claim could succeed now: a cheap read that idle workers poll with (no lock)."""
+    if not workflow_ids:
+        return False
+    found = conn.execute(
+        select(_runs.c.run_id)
+        .where(_claimable(now), _runs.c.workflow_id.in_(list(workflow_ids)))  # type: ignore[arg-type]
+        .limit(1)
+    ).first()
+    return found is not None
 
 
 def claim_run(conn: Connection, run_id: str, *, owner: str, now: datetime, lease: timedelta) -> Claim | None:

@@ -1,0 +1,111 @@
+"""The real CLI, in a child process: a missing extra is one line and exit 2; every --help is plain.
+
+Extras are made missing by ``tests/cli/blocked/sitecustomize.py`` (put first on the child's
+``PYTHONPATH``), which refuses to import the named modules as if they were not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+BLOCKER = Path(__file__).resolve().parent / "blocked"
+SPHINX = re.compile(r":(class|func|mod|meth|attr|data|exc|obj):|``")
+
+
+def _console_script() -> list[str]:
+    script = Path(sys.executable).parent / "wop-langgraph"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "wop_langgraph.cli"]
+
+
+def _run(argv: list[str], *, block: str = "", cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WOP_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(BLOCKER), str(REPO / "src")])
+    env["WOP_TEST_BLOCK_IMPORTS"] = block
+    return subprocess.run(
+        argv, env=env, cwd=cwd or REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _assert_one_line_naming(proc: subprocess.CompletedProcess[str], extra: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"'{extra}' extra" in lines[0]
+    assert f'pip install "wop-langgraph[{extra}]"' in lines[0]
+
+
+def test_the_blocker_really_blocks() -> None:
+    code = "import sitecustomize; print(sitecustomize.__file__); import fastapi"
+    proc = _run([sys.executable, "-c", code], block="fastapi")
+    assert proc.returncode == 1
+    assert proc.stdout.strip() == str(BLOCKER / "sitecustomize.py")
+    assert "No module named 'fastapi'" in proc.stderr
+
+
+@pytest.mark.parametrize("module", ["fastapi", "uvicorn"])
+def test_serve_without_the_server_extra_names_it(module: str) -> None:
+    proc = _run([*_console_script(), "serve", "wop_langgraph.examples.review:workflows"], block=module)
+    _assert_one_line_naming(proc, "server")
+    assert module in proc.stderr
+
+
+def test_serve_on_postgresql_without_psycopg_names_the_postgres_extra() -> None:
+    # The URL comes from WOP_DATABASE_URL here; --db goes through the same Settings field.
+    argv = [*_console_script(), "serve", "wop_langgraph.examples.review:workflows"]
+    proc = _run(["env", "WOP_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/wop", *argv], block="psycopg")
+    _assert_one_line_naming(proc, "postgres")
+
+
+def test_serve_on_sqlite_does_not_need_psycopg(tmp_path: Path) -> None:
+    # With psycopg blocked, SQLite still gets past the extras to the next check (signing keys).
+    proc = _run(
+        [*_console_script(), "serve", "wop_langgraph.examples.review:workflows", "--db", "sqlite:///x.db"],
+        block="psycopg",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2
+    assert "extra" not in proc.stderr
+    assert "WOP_SIGNING_KEYS" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_chat_app_without_openwop_client_names_the_chat_extra() -> None:
+    proc = _run(
+        [sys.executable, "-m", "wop_langgraph.examples.chat_app", "--api-key", "k"], block="openwop_client"
+    )
+    _assert_one_line_naming(proc, "chat")
+
+
+def test_every_help_is_plain_text_and_the_two_servers_default_to_different_ports() -> None:
+    top = _run([*_console_script(), "--help"])
+    assert top.returncode == 0, top.stderr
+    choices = re.search(r"\{([a-z,-]+)\}", top.stdout)
+    assert choices, top.stdout
+    commands = {name: [*_console_script(), name, "--help"] for name in choices.group(1).split(",")}
+    commands["chat_app"] = [sys.executable, "-m", "wop_langgraph.examples.chat_app", "--help"]
+    assert {"demo", "serve", "chat_app"} <= commands.keys()
+    helps = {"top": top.stdout}
+    for name, argv in commands.items():
+        # `serve --help` must work before the server extra is installed.
+        proc = _run(argv, block="fastapi,uvicorn,pydantic_settings" if name == "serve" else "")
+        assert proc.returncode == 0, (argv, proc.stderr)
+        helps[name] = proc.stdout
+    for name, text in helps.items():
+        assert text.startswith("usage:"), name
+        assert not SPHINX.search(text), (name, SPHINX.search(text))
+    assert "'server' extra" in helps["serve"]
+    serve_port = re.search(r"--port PORT\s+port \(default (\d+)\)", helps["serve"])
+    chat_port = re.search(r"default http://127\.0\.0\.1:(\d+)", helps["chat_app"])
+    assert serve_port and chat_port, (helps["serve"], helps["chat_app"])
+    assert serve_port.group(1) == "8000"
+    assert chat_port.group(1) != serve_port.group(1)
