@@ -55,22 +55,6 @@ def test_approval_resolved_before_its_deadline_completes(host: WopHost) -> None:
     assert count("publish") == 1
 
 
-def test_resolve_after_the_deadline_times_the_gate_out(make_host: HostFactory) -> None:
-    now = [datetime.now(UTC)]
-    host = make_host(clock=lambda: now[0])
-    run_id, _ = start(host, approval_graph(timeout=60))
-    now[0] += timedelta(seconds=61)  # no sweep ran: the late answer itself closes the gate
-    with pytest.raises(InterruptAlreadyResolved) as refused:
-        host.resolve(run_id, "review", {"action": "accept"}, ALICE)
-    assert refused.value.details == {"reason": "timeout"}
-    host.run_until_idle()
-    (resolved,) = payloads(events(host, run_id), "interrupt.resolved")
-    assert (resolved["action"], resolved["reason"]) == ("timeout", "timeout")
-    snapshot = host.snapshot(run_id)
-    assert (snapshot["status"], snapshot["error"]["code"]) == ("failed", "approval_rejected")
-    assert count("publish") == 0
-
-
 def test_approval_without_timeout_never_expires(host: WopHost) -> None:
     run_id, _ = start(host, approval_graph())
     assert host.sweep(now=later(10 * 365 * 86400)) == 0
