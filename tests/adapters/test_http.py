@@ -93,10 +93,11 @@ def page(base_url: str, token: str) -> str:
     return response.text
 
 
-def submit(base_url: str, token: str, fields: dict[str, str]) -> str:
+def submit(base_url: str, token: str, fields: dict[str, str], said: str = "your answer was recorded") -> str:
+    """Send the reviewer page's form; the page answers ``said`` (an approval: "Decision recorded")."""
     response = httpx.post(f"{base_url}/interrupts/{token}/form", data=fields)
     assert response.status_code == 200, response.text
-    assert "your answer was recorded" in response.text
+    assert said in response.text
     return response.text
 
 
@@ -111,7 +112,10 @@ def test_agent_inbox_over_http(base_url: str, alice: OpenwopClient) -> None:
     assert "Send this email to ops@example.com?" in html and "Release today" in html
     bad = ResolveInterruptRequest(resumeValue=[{"type": "edit", "args": "nope"}])
     refused_unchanged(alice, run_id, lambda: alice.interrupts_resolve_by_token(token, bad))
-    submit(base_url, token, {"action": "refine", "feedback": "Wait for QA"})  # Agent Inbox "respond"
+    # Agent Inbox "respond": the page's "send back for changes" form.
+    submit(
+        base_url, token, {"action": "refine", "scope": "whole", "text": "Wait for QA"}, "Decision recorded"
+    )
     assert final_outputs(alice, run_id)["outcome"] == "reviewer said: Wait for QA"
 
     second = create(alice, "inbox-email", {"to": "ops@example.com", "body": "Hi"})
@@ -143,7 +147,12 @@ def test_hitl_middleware_over_http(base_url: str, alice: OpenwopClient) -> None:
 
     second = create(alice, "hitl-agent", {"messages": [{"role": "user", "content": "Ship it"}]})
     wait_for(alice, second, "waiting-approval", node)
-    submit(base_url, mint(base_url, second, node), {"action": "reject", "feedback": "not now"})
+    submit(
+        base_url,
+        mint(base_url, second, node),
+        {"action": "reject", "feedback": "not now"},
+        "Decision recorded",
+    )
     tools = {
         m["name"]: m["content"] for m in final_outputs(alice, second)["messages"] if m.get("type") == "tool"
     }
@@ -196,7 +205,7 @@ def test_functional_api_over_http(base_url: str, alice: OpenwopClient) -> None:
             run_id, "publish_flow", ResolveInterruptRequest(resumeValue="tv")
         ),
     )
-    submit(base_url, channel, {"answer.answer": "blog"})
+    submit(base_url, channel, {"answer.answer": "0"})  # the page's radio values index the options: blog
     assert final_outputs(alice, run_id) == {"text": "v2 is out.", "action": "edit-accept", "channel": "blog"}
     keys = [
         e.payload["key"] for e in alice.runs_poll_events(run_id).events if e.type == "interrupt.requested"
