@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from langgraph.func import entrypoint, task
 from langgraph.types import interrupt
 
@@ -183,15 +182,6 @@ def _open_executions(docs: list[dict[str, Any]]) -> list[str]:
     return open_
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "driver (host/driver.py, lead's): on the entrypoint's re-execution LangGraph streams a start "
-        "chunk again for every cached @task (no result chunk follows), names call tasks without their "
-        "entrypoint ('approve', not 'workflow.approve'), and streams a call task's start only after its "
-        "interrupt was recorded; see the adapters report for the change"
-    ),
-)
 def test_the_event_log_closes_every_node_execution(host: WopHost) -> None:
     run_id, _ = start(host, workflow, {})
     for _, node_id, _, value in ANSWERS[:2]:
