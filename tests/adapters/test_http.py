@@ -166,6 +166,41 @@ def test_hitl_middleware_over_http(base_url: str, alice: OpenwopClient) -> None:
     }
     assert all("not now" in text for text in tools.values()) and len(tools) == 2
 
+    # The page decides each tool call on its own: edit one call's arguments, reject the other.
+    third = create(alice, "hitl-agent", {"messages": [{"role": "user", "content": "Ship it"}]})
+    wait_for(alice, third, "waiting-approval", node)
+    token = mint(base_url, third, node)
+    html = page(base_url, token)
+    assert 'name="item.0.decision"' in html and 'name="item.1.args"' in html
+    edit, reject = option(html, "item.0.decision", "edit"), option(html, "item.1.decision", "reject")
+    before = (alice.runs_poll_events(third).lastSequence, alice.runs_get(third).status)
+    broken = {
+        "action": "edit-accept",
+        "item.0.decision": edit,
+        "item.0.args": "{to:",
+        "item.1.decision": reject,
+    }
+    response = httpx.post(f"{base_url}/interrupts/{token}/form", data=broken)
+    assert response.status_code == 400 and 'id="error-item.0.args"' in response.text, response.text
+    undecided = {"action": "edit-accept", "item.0.decision": edit, "item.0.args": "{}"}
+    response = httpx.post(f"{base_url}/interrupts/{token}/form", data=undecided)
+    assert response.status_code == 400 and 'id="error-item.1.decision"' in response.text, response.text
+    assert (alice.runs_poll_events(third).lastSequence, alice.runs_get(third).status) == before
+    decided = {
+        "action": "edit-accept",
+        "item.0.decision": edit,
+        "item.0.args": '{"to": "team@example.com", "subject": "Release"}',
+        "item.1.decision": reject,
+        "item.1.message": "keep the log",
+    }
+    submit(base_url, token, decided, said="your decision was recorded")
+    tools = {
+        m["name"]: m["content"] for m in final_outputs(alice, third)["messages"] if m.get("type") == "tool"
+    }
+    # The middleware tells the agent its call was edited, then gives the tool's answer.
+    assert tools["send_email"].endswith("Tool response:\nsent to team@example.com")
+    assert "keep the log" in tools["delete_file"]
+
 
 def test_plain_interrupt_over_http(base_url: str, alice: OpenwopClient) -> None:
     run_id = create(alice, "plain-trip", {})
