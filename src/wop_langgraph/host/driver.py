@@ -124,6 +124,8 @@ class _PassTasks:
     resumed: Mapping[str, InterruptRecord]
     callers: dict[str, str] = field(default_factory=dict)  # running node tasks: id -> name
     names: dict[str, str] = field(default_factory=dict)  # started tasks: id -> the node id of their events
+    #: (interrupt id, node id) already resumed: a later visit of the node in the pass starts afresh.
+    answered: set[tuple[str, str]] = field(default_factory=set)
 
 
 @dataclass
@@ -335,7 +337,8 @@ class GraphDriver:
                 (r for r in tasks.resumed.values() if r.node_id == name or r.node_id.startswith(name + ".")),
                 None,
             )
-            if record is not None:
+            if record is not None and (record.interrupt_id, name) not in tasks.answered:
+                tasks.answered.add((record.interrupt_id, name))
                 # Re-executed to receive an answer (its own, or one a task it calls asked for):
                 # one execution per answer, so the stable id names the interrupt too.
                 payload = {"nodeId": name, "interruptId": record.interrupt_id}
