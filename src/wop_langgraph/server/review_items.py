@@ -27,10 +27,12 @@ EXPLAIN: Final = (
     "instead of running it. The run continues when you send the decisions."
 )
 _MIDDLEWARE: Final = HitlMiddlewareInterrupt()
-_CHOICE_HINT: Final = (
-    "approve: run it as shown · edit: run it with the arguments below · reject: do not run it "
-    "(the message tells the agent why) · respond: do not run it, the message is the tool's answer"
-)
+_MEANING: Final[Mapping[str, str]] = {
+    "approve": "approve: run it as shown",
+    "edit": "edit: run it with the arguments below",
+    "reject": "reject: do not run it (the message tells the agent why)",
+    "respond": "respond: do not run it; the message is the tool's answer",
+}
 _DECISION_PATH: Final = re.compile(r"^/resumeValue/editedArtifactData/decisions/(\d+)(?:/([^/]+))?")
 
 
@@ -98,7 +100,7 @@ def _fields(index: int, item: Mapping[str, Any]) -> list[Field]:
             f"item.{index}.decision",
             "Decision",
             schema={"enum": allowed},
-            hint=_CHOICE_HINT,
+            hint=" · ".join(_MEANING.get(d, d) for d in allowed),
             missing="Choose a decision for this tool call.",
         )
     ]
