@@ -3,7 +3,9 @@
 Run any number of these (on this machine or others) against one PostgreSQL database, beside
 ``wop-langgraph serve --workers 0`` replicas that answer the API. Each takes queued runs of
 the workflows it registers, holds a lease on each while it drives it, and stops cleanly on
-SIGINT/SIGTERM (its leases then run out and other workers continue its runs).
+SIGINT/SIGTERM (its leases then run out and other workers continue its runs). With
+``WOP_NOTIFY_DIRECTORY`` set (the same ``WOP_NOTIFY_*`` settings as ``serve``), it also plans and
+delivers notifications of the interrupts it records.
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
 from wop_langgraph.store.engine import normalize_url
 from wop_langgraph.targets import load_workflows
+
+if TYPE_CHECKING:
+    from wop_langgraph.host import WopHost
+    from wop_langgraph.notify import Notifier
 
 __all__ = ["worker_main"]
 
@@ -67,6 +74,7 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
+    notifier = _notifier(host)
     host.recover(wait=False)
     host.start_workers(args.concurrency, poll_seconds=args.poll_seconds, sweep_seconds=args.sweep_seconds)
     print(
@@ -77,6 +85,27 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     try:
         stop.wait()
     finally:
+        if notifier is not None:
+            notifier.stop()
         host.stop_workers()
         host.saver.close()
     return 0
+
+
+def _notifier(host: WopHost) -> Notifier | None:
+    """With ``WOP_NOTIFY_DIRECTORY`` set, plan and deliver notifications here too.
+
+    Workers record the interrupts, so the outbox must be planned in their transactions.
+    """
+    if not os.environ.get("WOP_NOTIFY_DIRECTORY"):
+        return None
+    from wop_langgraph.notify.serving import notifier_from_settings
+    from wop_langgraph.server.settings import Settings
+
+    settings = Settings()
+    notifier = notifier_from_settings(settings)
+    if notifier is None:
+        return None
+    notifier.attach(host)
+    notifier.start(settings.notify_poll_seconds)
+    return notifier

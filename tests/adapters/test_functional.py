@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from langgraph.func import entrypoint, task
 from langgraph.types import interrupt
 
 from tests.adapters._support import outputs, refuse
-from tests.host._graphs import ALICE
+from tests.host._graphs import ALICE, loop_graph, two_asks_graph
 from tests.host._support import HostFactory, events, payloads, start
 from wop_langgraph.host import WopHost
 from wop_langgraph.nodes import (
@@ -183,17 +182,36 @@ def _open_executions(docs: list[dict[str, Any]]) -> list[str]:
     return open_
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "driver (host/driver.py, lead's): on the entrypoint's re-execution LangGraph streams a start "
-        "chunk again for every cached @task (no result chunk follows), names call tasks without their "
-        "entrypoint ('approve', not 'workflow.approve'), and streams a call task's start only after its "
-        "interrupt was recorded; see the adapters report for the change"
-    ),
-)
 def test_the_event_log_closes_every_node_execution(host: WopHost) -> None:
     run_id, _ = start(host, workflow, {})
     for _, node_id, _, value in ANSWERS[:2]:
         host.resolve(run_id, node_id, value, ALICE)
     assert _open_executions(events(host, run_id)) == []
+
+
+def test_graph_nodes_log_one_execution_per_visit_and_per_answer(host: WopHost) -> None:
+    """A node visited again starts afresh; a node resumed twice (two asks) is resumed twice."""
+    looped, _ = start(host, loop_graph(rounds=2))
+    for answer in ("first", "second"):
+        host.resolve(looped, "gate", {"answers": {"q": answer}}, ALICE)
+    docs = events(host, looped)
+    requested = [r.interrupt_id for r in host.interrupts(looped)]
+    opened = [(d["type"], d["payload"].get("interruptId")) for d in docs if d["type"].startswith("node.")]
+    assert opened == [
+        ("node.started", None),
+        ("node.suspended", requested[0]),
+        ("node.resumed", requested[0]),
+        ("node.completed", None),
+        ("node.started", None),
+        ("node.suspended", requested[1]),
+        ("node.resumed", requested[1]),
+        ("node.completed", None),
+    ]
+    asked, _ = start(host, two_asks_graph())
+    host.resolve(asked, "form", {"answers": {"a": "x"}}, ALICE)
+    host.resolve(asked, "form", {"answers": {"b": "y"}}, ALICE)
+    docs = events(host, asked)
+    assert [p["interruptId"] for p in payloads(docs, "node.resumed")] == [
+        r.interrupt_id for r in host.interrupts(asked)
+    ]
+    assert _open_executions(docs) == []

@@ -6,9 +6,11 @@ or a resolve before the run has suspended again.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
+from html import unescape
 from typing import Any
 
 import httpx
@@ -93,11 +95,19 @@ def page(base_url: str, token: str) -> str:
     return response.text
 
 
-def submit(base_url: str, token: str, fields: dict[str, str]) -> str:
+def submit(base_url: str, token: str, fields: dict[str, str], said: str = "your answer was recorded") -> str:
+    """Post the reviewer form; the page confirms what was recorded (``said``)."""
     response = httpx.post(f"{base_url}/interrupts/{token}/form", data=fields)
     assert response.status_code == 200, response.text
-    assert "your answer was recorded" in response.text
+    assert said in response.text
     return response.text
+
+
+def option(html: str, field: str, label: str) -> str:
+    """The value the page's radio button ``label`` of ``field`` submits (options go by index)."""
+    radios = re.findall(r'<input type="radio" name="([^"]+)" value="([^"]*)"[^>]*>\s*([^<]*)</label>', html)
+    (value,) = [v for name, v, text in radios if unescape(name) == field and unescape(text).strip() == label]
+    return value
 
 
 def test_agent_inbox_over_http(base_url: str, alice: OpenwopClient) -> None:
@@ -111,7 +121,8 @@ def test_agent_inbox_over_http(base_url: str, alice: OpenwopClient) -> None:
     assert "Send this email to ops@example.com?" in html and "Release today" in html
     bad = ResolveInterruptRequest(resumeValue=[{"type": "edit", "args": "nope"}])
     refused_unchanged(alice, run_id, lambda: alice.interrupts_resolve_by_token(token, bad))
-    submit(base_url, token, {"action": "refine", "feedback": "Wait for QA"})  # Agent Inbox "respond"
+    respond = {"action": "refine", "text": "Wait for QA"}  # Agent Inbox "respond"
+    submit(base_url, token, respond, said="your decision was recorded")
     assert final_outputs(alice, run_id)["outcome"] == "reviewer said: Wait for QA"
 
     second = create(alice, "inbox-email", {"to": "ops@example.com", "body": "Hi"})
@@ -143,11 +154,52 @@ def test_hitl_middleware_over_http(base_url: str, alice: OpenwopClient) -> None:
 
     second = create(alice, "hitl-agent", {"messages": [{"role": "user", "content": "Ship it"}]})
     wait_for(alice, second, "waiting-approval", node)
-    submit(base_url, mint(base_url, second, node), {"action": "reject", "feedback": "not now"})
+    rejected = submit(
+        base_url,
+        mint(base_url, second, node),
+        {"action": "reject", "feedback": "not now"},
+        said="your decision was recorded",
+    )
+    assert "Rejected" in rejected
     tools = {
         m["name"]: m["content"] for m in final_outputs(alice, second)["messages"] if m.get("type") == "tool"
     }
     assert all("not now" in text for text in tools.values()) and len(tools) == 2
+
+    # The page decides each tool call on its own: edit one call's arguments, reject the other.
+    third = create(alice, "hitl-agent", {"messages": [{"role": "user", "content": "Ship it"}]})
+    wait_for(alice, third, "waiting-approval", node)
+    token = mint(base_url, third, node)
+    html = page(base_url, token)
+    assert 'name="item.0.decision"' in html and 'name="item.1.args"' in html
+    edit, reject = option(html, "item.0.decision", "edit"), option(html, "item.1.decision", "reject")
+    before = (alice.runs_poll_events(third).lastSequence, alice.runs_get(third).status)
+    broken = {
+        "action": "edit-accept",
+        "item.0.decision": edit,
+        "item.0.args": "{to:",
+        "item.1.decision": reject,
+    }
+    response = httpx.post(f"{base_url}/interrupts/{token}/form", data=broken)
+    assert response.status_code == 400 and 'id="error-item.0.args"' in response.text, response.text
+    undecided = {"action": "edit-accept", "item.0.decision": edit, "item.0.args": "{}"}
+    response = httpx.post(f"{base_url}/interrupts/{token}/form", data=undecided)
+    assert response.status_code == 400 and 'id="error-item.1.decision"' in response.text, response.text
+    assert (alice.runs_poll_events(third).lastSequence, alice.runs_get(third).status) == before
+    decided = {
+        "action": "edit-accept",
+        "item.0.decision": edit,
+        "item.0.args": '{"to": "team@example.com", "subject": "Release"}',
+        "item.1.decision": reject,
+        "item.1.message": "keep the log",
+    }
+    submit(base_url, token, decided, said="your decision was recorded")
+    tools = {
+        m["name"]: m["content"] for m in final_outputs(alice, third)["messages"] if m.get("type") == "tool"
+    }
+    # The middleware tells the agent its call was edited, then gives the tool's answer.
+    assert tools["send_email"].endswith("Tool response:\nsent to team@example.com")
+    assert "keep the log" in tools["delete_file"]
 
 
 def test_plain_interrupt_over_http(base_url: str, alice: OpenwopClient) -> None:
@@ -155,7 +207,8 @@ def test_plain_interrupt_over_http(base_url: str, alice: OpenwopClient) -> None:
     wait_for(alice, run_id, "waiting-input", "where")
     token = mint(base_url, run_id, "where")
     assert alice.interrupts_inspect_by_token(token).kind == "clarification"
-    assert "Which city are you flying to?" in page(base_url, token)
+    html = page(base_url, token)
+    assert "Which city are you flying to?" in html
     bad = ResolveInterruptRequest(resumeValue=42)
     refused_unchanged(alice, run_id, lambda: alice.interrupts_resolve_by_token(token, bad))
     submit(base_url, token, {"answer.answer": "Lisbon"})
@@ -188,7 +241,8 @@ def test_functional_api_over_http(base_url: str, alice: OpenwopClient) -> None:
     alice.interrupts_resolve_by_token(token, edited)
     wait_for(alice, run_id, "waiting-input", "publish_flow")
     channel = mint(base_url, run_id, "publish_flow")
-    assert "Where should it go?" in page(base_url, channel)
+    html = page(base_url, channel)
+    assert "Where should it go?" in html
     refused_unchanged(
         alice,
         run_id,
@@ -196,7 +250,7 @@ def test_functional_api_over_http(base_url: str, alice: OpenwopClient) -> None:
             run_id, "publish_flow", ResolveInterruptRequest(resumeValue="tv")
         ),
     )
-    submit(base_url, channel, {"answer.answer": "blog"})
+    submit(base_url, channel, {"answer.answer": option(html, "answer.answer", "blog")})
     assert final_outputs(alice, run_id) == {"text": "v2 is out.", "action": "edit-accept", "channel": "blog"}
     keys = [
         e.payload["key"] for e in alice.runs_poll_events(run_id).events if e.type == "interrupt.requested"

@@ -24,7 +24,7 @@ from wop_langgraph.protocol.errors import ValidationError
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "langgraph.json"
 ALICE = Principal("acme", "alice", frozenset({"approvals:respond", "runs:create"}))
-EDIT = {"action": "edit-accept", "editedArtifactData": {"text": "We ship v2 today."}}
+EDIT = {"action": "edit-accept", "editedArtifactData": "We ship v2 today."}
 
 
 def load_graph(spec: str) -> Any:
@@ -73,7 +73,7 @@ def test_each_graph_loads_and_runs_in_studio_and_on_the_host(graph_id: str, sqli
     config: Any = {"configurable": {"thread_id": "studio-1"}}
     (interrupt,) = studio.invoke({"topic": "v2"}, config)["__interrupt__"]
     assert interrupt.value["kind"] == "approval"
-    assert interrupt.value["data"]["artifactData"] == {"text": "We are happy to announce v2."}
+    assert interrupt.value["data"]["artifactData"] == "We are happy to announce v2."  # the text itself
     with pytest.raises(ValidationError, match="not allowed"):
         studio.invoke(Command(resume={"action": "refine", "refineFeedback": {"scope": "whole"}}), config)
     plain = studio.invoke(Command(resume=EDIT), config)

@@ -47,6 +47,14 @@ def test_expired_approval_is_rejected(host: WopHost, on_timeout: str | None) -> 
     assert host.sweep(now=later(7200)) == 0
 
 
+def test_approval_resolved_before_its_deadline_completes(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(timeout=60))
+    assert host.resolve(run_id, "review", {"action": "accept"}, ALICE)["status"] == "completed"
+    (resolved,) = payloads(events(host, run_id), "interrupt.resolved")
+    assert resolved["action"] == "accept" and resolved["resolvedBy"]["subjectId"] == "alice"
+    assert count("publish") == 1
+
+
 def test_approval_without_timeout_never_expires(host: WopHost) -> None:
     run_id, _ = start(host, approval_graph())
     assert host.sweep(now=later(10 * 365 * 86400)) == 0

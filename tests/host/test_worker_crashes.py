@@ -95,7 +95,7 @@ def test_random_sigkills_of_a_worker_leave_nothing_stuck(make_host: HostFactory,
             run_ids += batch
             started = time.monotonic()  # the worker process is up once it takes a run
             while all(host.snapshot(rid)["status"] == "pending" for rid in batch):
-                assert time.monotonic() - started < 30, "the worker never took a run"
+                assert time.monotonic() - started < 120, "the worker never took a run"
                 time.sleep(0.02)
             time.sleep(rng.uniform(0.0, 1.0))
             for rid in batch:

@@ -181,7 +181,8 @@ def test_a_gate_inside_a_subgraph_is_named_parent_dot_child_in_both_worlds(make_
     config = plain_config("thread-sub")
     (asked,) = graph.invoke({}, config)["__interrupt__"]
     assert asked.value["key"].startswith("thread-sub:parent.child:")
-    plain = graph.invoke(Command(resume={"action": "accept"}), config)
+    accept = {"action": "accept", "decidedAt": "2026-12-02T10:00:00.000Z"}
+    plain = graph.invoke(Command(resume=accept), config)
     assert plain["result"]["decision"] == "granted"
 
     host = make_host()
@@ -190,6 +191,6 @@ def test_a_gate_inside_a_subgraph_is_named_parent_dot_child_in_both_worlds(make_
     (pending,) = host.pending_interrupts(run_id)
     assert pending.node_id == "parent.child"
     assert without_key(pending.payload) == without_key(asked.value)
-    host.resolve(run_id, "parent.child", {"action": "accept"}, ALICE)
+    host.resolve(run_id, "parent.child", accept, ALICE)
     (completed,) = [e for e in host.events(run_id) if e["type"] == "run.completed"]
     assert completed["payload"]["outputs"] == plain

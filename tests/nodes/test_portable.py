@@ -51,10 +51,14 @@ class Scenario:
     message: str = ""
 
 
+#: Deciding values carry their decidedAt: the host stamps one on receipt when it is missing (and
+#: records the stamped value), plain LangGraph passes the value through as given.
+DECIDED_AT = "2026-12-02T10:00:00.000Z"
+
 SCENARIOS: dict[str, Scenario] = {
     "approval-accept": Scenario(
         g.approval(),
-        [*APPROVAL_BAD, {"action": "accept", "feedback": "ship it"}],
+        [*APPROVAL_BAD, {"action": "accept", "feedback": "ship it", "decidedAt": DECIDED_AT}],
         refused=len(APPROVAL_BAD),
         outcome="completed",
         result={
@@ -63,7 +67,7 @@ SCENARIOS: dict[str, Scenario] = {
             "feedback": "ship it",
             "refine_feedback": None,
             "edited_artifact_data": None,
-            "resume_value": {"action": "accept", "feedback": "ship it"},
+            "resume_value": {"action": "accept", "feedback": "ship it", "decidedAt": DECIDED_AT},
         },
     ),
     "approval-reject": Scenario(
@@ -87,7 +91,12 @@ SCENARIOS: dict[str, Scenario] = {
         [
             {"action": "ask", "feedback": "why now?"},
             {"action": "edit-accept"},
-            {"action": "edit-accept", "editedArtifactData": {"text": "better"}, "decidedBy": "anyone"},
+            {
+                "action": "edit-accept",
+                "editedArtifactData": {"text": "better"},
+                "decidedBy": "anyone",
+                "decidedAt": DECIDED_AT,
+            },
         ],
         refused=1,
         outcome="completed",
@@ -101,6 +110,7 @@ SCENARIOS: dict[str, Scenario] = {
                 "action": "edit-accept",
                 "editedArtifactData": {"text": "better"},
                 "decidedBy": "anyone",
+                "decidedAt": DECIDED_AT,
             },
         },
         suspensions=2,
@@ -113,6 +123,7 @@ SCENARIOS: dict[str, Scenario] = {
             {
                 "action": "refine",
                 "refineFeedback": {"scope": "section", "sectionPath": "$.text", "text": "shorter"},
+                "decidedAt": DECIDED_AT,
             },
         ],
         refused=2,
@@ -126,6 +137,7 @@ SCENARIOS: dict[str, Scenario] = {
             "resume_value": {
                 "action": "refine",
                 "refineFeedback": {"scope": "section", "sectionPath": "$.text", "text": "shorter"},
+                "decidedAt": DECIDED_AT,
             },
         },
     ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -68,14 +69,21 @@ def app(host: WopHost, db_url: str) -> FastAPI:
     return create_app(host, make_settings(db_url))
 
 
-@pytest.fixture
-async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of the app, served with its lifespan: the workers drive runs as in production."""
+@asynccontextmanager
+async def serving(app: FastAPI, base_url: str = "http://testserver") -> AsyncIterator[httpx.AsyncClient]:
+    """A client of ``app`` served with its lifespan: its workers drive runs as in production."""
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://testserver") as c,
+        httpx.AsyncClient(transport=transport, base_url=base_url) as c,
     ):
+        yield c
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the app, served with its lifespan."""
+    async with serving(app) as c:
         yield c
 
 
@@ -104,6 +112,20 @@ async def at_rest(
             return snapshot
         assert asyncio.get_running_loop().time() < deadline, f"run {run_id} still {snapshot['status']}"
         await asyncio.sleep(0.02)
+
+
+async def started_run(
+    client: httpx.AsyncClient, workflow: str = "review", headers: dict[str, str] | None = None, **body: Any
+) -> tuple[str, dict[str, Any]]:
+    """Create a run; return its id and its snapshot once at rest.
+
+    Checks the answer is the one given at commit (201, ``pending`` or ``running``).
+    """
+    response = await client.post("/runs", json={"workflowId": workflow, **body}, headers=headers or ALICE)
+    assert response.status_code == 201, response.text
+    assert response.json()["status"] in ("pending", "running"), response.text
+    run_id = str(response.json()["runId"])
+    return run_id, await at_rest(client, run_id, headers)
 
 
 def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:

@@ -7,13 +7,17 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 
-from tests.server.conftest import API_KEYS, SIGNING_KEYS
+from tests.server.conftest import API_KEYS, RESTING, SIGNING_KEYS
+from wop_langgraph.protocol.ids import project_id
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,12 +35,17 @@ def served(
     target: str = "tests.server.graphs:WORKFLOWS",
     sweep: float = 0,
     extra_args: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """A server process over ``db_url``; yields its base URL and stops it afterwards.
 
-    ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``).
+    ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``),
+    ``extra_env`` to its environment.
     """
-    with served_process(db_url, target=target, sweep=sweep, extra_args=extra_args) as (base, _):
+    with served_process(db_url, target=target, sweep=sweep, extra_args=extra_args, extra_env=extra_env) as (
+        base,
+        _,
+    ):
         yield base
 
 
@@ -47,6 +56,7 @@ def served_process(
     target: str = "tests.server.graphs:WORKFLOWS",
     sweep: float = 0,
     extra_args: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Like :func:`served`, also yielding the process (a crash test may SIGKILL it).
 
@@ -62,6 +72,7 @@ def served_process(
         "WOP_API_KEYS": API_KEYS,
         "WOP_SWEEP_INTERVAL_SECONDS": str(sweep),
         "WOP_PUBLIC_URL": base,
+        **(extra_env or {}),
     }
     command = [
         sys.executable,
@@ -98,3 +109,31 @@ def served_process(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def poll_until(
+    read: Callable[[], T], done: Callable[[T], bool], *, timeout: float = 30.0, what: str = ""
+) -> T:
+    """Call ``read`` until ``done`` holds for its answer, for at most ``timeout`` s; the answer.
+
+    The server answers at commit, so a client follows a run by reading it until it is where it
+    should be (as any client of a real server must).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if done(value):
+            return value
+        assert time.monotonic() < deadline, f"{what or 'condition'} not reached in {timeout} s: {value!r}"
+        time.sleep(0.05)
+
+
+def rested(client: httpx.Client, run_id: str, *, timeout: float = 30.0) -> dict[str, object]:
+    """The run's snapshot (read with ``client``) once it waits on an interrupt or has ended."""
+
+    def read() -> dict[str, object]:
+        response = client.get(f"/runs/{project_id(run_id)}")
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    return poll_until(read, lambda s: s["status"] in RESTING, timeout=timeout, what=f"run {run_id} at rest")

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server.conftest import ALICE, READER, make_settings
+from tests.server.conftest import ALICE, READER, at_rest, make_settings
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.egress import AllowList
 from wop_langgraph.protocol.ids import project_id
@@ -100,7 +100,8 @@ async def test_callback_is_signed_retried_and_its_token_resolves(
             resolved = await client.post(
                 f"/interrupts/{body['token']}", json={"resumeValue": {"action": "accept"}}
             )
-            assert resolved.status_code == 200 and resolved.json()["status"] == "completed"
+            assert resolved.status_code == 200 and resolved.json()["status"] == "running"
+            assert (await at_rest(client, body["runId"]))["status"] == "completed"
 
 
 async def test_callback_for_a_vote_counting_gate_carries_no_vote_and_no_guessed_url(

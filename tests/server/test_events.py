@@ -9,12 +9,19 @@ import time
 import httpx
 
 from tests.official import event_errors
-from tests.server.conftest import ALICE, READER, assert_error
+from tests.server.conftest import ALICE, READER, assert_error, started_run
 from wop_langgraph.protocol.ids import project_id
 
 
+async def waiting_run(client: httpx.AsyncClient) -> str:
+    """An ``approve`` run, once it waits on its gate."""
+    run_id, snapshot = await started_run(client, "approve")
+    assert snapshot["status"] == "waiting-approval"
+    return run_id
+
+
 async def test_poll(client: httpx.AsyncClient) -> None:
-    run_id = str((await client.post("/runs", json={"workflowId": "approve"}, headers=ALICE)).json()["runId"])
+    run_id = await waiting_run(client)
     wire = project_id(run_id)
     page = (await client.get(f"/runs/{wire}/events/poll?timeout=1", headers=READER)).json()
     assert set(page) == {"runId", "events", "lastSequence", "status", "isTerminal"}
@@ -74,11 +81,13 @@ def parse_sse(text: str) -> list[dict[str, str]]:
 
 
 async def test_sse_modes_and_resume(client: httpx.AsyncClient) -> None:
-    run_id = str((await client.post("/runs", json={"workflowId": "approve"}, headers=ALICE)).json()["runId"])
+    run_id = await waiting_run(client)
     wire = project_id(run_id)
-    await client.post(
+    resolved = await client.post(
         f"/runs/{wire}/interrupts/review", json={"resumeValue": {"action": "accept"}}, headers=ALICE
     )
+    assert resolved.status_code == 200 and resolved.json()["status"] == "running", resolved.text
+    # The stream follows the run as a worker drives it, through its terminal event.
     response = await client.get(f"/runs/{wire}/events", headers=READER)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")

@@ -343,21 +343,23 @@ def test_parent_child_cancel_child_standalone_is_an_approval(server: Server) -> 
 
 
 def test_quorum_needs_three_accepts_and_majority_reject_fails(server: Server) -> None:
+    # Votes count for the authenticated principal: three acme reviewers, three keys.
+    alice, bob, mailer = (OpenwopClient(server.base, k) for k in ("alice-key", "acme-bob-key", "mailer-key"))
     run_id = server.create("conformance-interrupt-quorum")
     server.wait(run_id, "waiting-approval")
-    for voter in ("v1", "v2"):
-        server.resolve(run_id, "gate", {"action": "accept", "voter": voter})
-        assert server.wait(run_id, "waiting-approval")["status"] == "waiting-approval"
+    for reviewer in (alice, bob):
+        assert server.resolve(run_id, "gate", {"action": "accept"}, reviewer) == "waiting-approval"
+    # A resume value's ``voter`` confers no identity: alice's second vote changes nothing.
+    assert server.resolve(run_id, "gate", {"action": "accept", "voter": "v3"}, alice) == "waiting-approval"
     assert not payloads(server.events(run_id), "interrupt.resolved")
-    server.resolve(run_id, "gate", {"action": "accept", "voter": "v3"})
+    assert server.resolve(run_id, "gate", {"action": "accept"}, mailer) == "running"
     server.wait(run_id, "completed")
     assert len(payloads(server.events(run_id), "interrupt.resolved")) == 1
 
     rejected = server.create("conformance-interrupt-quorum")
     server.wait(rejected, "waiting-approval")
-    server.resolve(rejected, "gate", {"action": "reject", "voter": "v1"})
-    assert server.wait(rejected, "waiting-approval")["status"] == "waiting-approval"
-    server.resolve(rejected, "gate", {"action": "reject", "voter": "v2"})
+    assert server.resolve(rejected, "gate", {"action": "reject"}, alice) == "waiting-approval"
+    assert server.resolve(rejected, "gate", {"action": "reject"}, bob) == "running"
     assert server.wait(rejected, "failed")["error"]["code"] == "approval_rejected"
 
 

@@ -6,7 +6,7 @@ import uuid
 
 import httpx
 
-from tests.server.conftest import ALICE, assert_error
+from tests.server.conftest import ALICE, assert_error, at_rest, started_run
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server.idempotency import REPLAY_HEADER
 
@@ -49,7 +49,7 @@ async def test_validation_errors_are_not_cached(client: httpx.AsyncClient) -> No
 
 
 async def test_resolve_replay_on_both_surfaces(client: httpx.AsyncClient) -> None:
-    run_id = str((await client.post("/runs", json={"workflowId": "review"}, headers=ALICE)).json()["runId"])
+    run_id, _ = await started_run(client, "review")
     wire = project_id(run_id)
     k = key()
     body = {"resumeValue": {"action": "accept"}}
@@ -61,6 +61,7 @@ async def test_resolve_replay_on_both_surfaces(client: httpx.AsyncClient) -> Non
     )
     assert first.status_code == replay.status_code == 200
     assert replay.json() == first.json() and replay.headers[REPLAY_HEADER] == "true"
+    assert first.json()["status"] == "running"  # answered at commit; the replay repeats it
     other = await client.post(
         f"/runs/{wire}/interrupts/review",
         json={"resumeValue": {"action": "reject"}},
@@ -71,6 +72,7 @@ async def test_resolve_replay_on_both_surfaces(client: httpx.AsyncClient) -> Non
         f"/runs/{wire}/interrupts/review", json=body, headers={**ALICE, "Idempotency-Key": key()}
     )
     assert_error(fresh, 409, "interrupt_already_resolved")
+    assert (await at_rest(client, run_id))["status"] == "waiting-input"
 
     token = (await client.post(f"/runs/{wire}/interrupts/clarify/tokens", json={}, headers=ALICE)).json()[
         "token"
@@ -85,8 +87,9 @@ async def test_resolve_replay_on_both_surfaces(client: httpx.AsyncClient) -> Non
     one = await client.post(f"/interrupts/{token}", json=answer, headers={"Idempotency-Key": t})
     two = await client.post(f"/interrupts/{token}", json=answer, headers={"Idempotency-Key": t})
     assert one.status_code == two.status_code == 200
-    assert two.json() == one.json() == {"runId": run_id, "nodeId": "clarify", "status": "completed"}
+    assert two.json() == one.json() == {"runId": run_id, "nodeId": "clarify", "status": "running"}
     assert two.headers[REPLAY_HEADER] == "true"
+    assert (await at_rest(client, run_id))["status"] == "completed"
 
 
 async def test_cancel_replay(client: httpx.AsyncClient) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -11,7 +12,8 @@ from openwop_client import OpenwopClient, WopError
 from openwop_client.types import CreateRunRequest, ResolveInterruptRequest
 
 from tests.official import official_errors, validate_event
-from tests.server.process import served
+from tests.server.conftest import RESTING
+from tests.server.process import poll_until, served
 from wop_langgraph.protocol.ids import project_id
 
 pytestmark = pytest.mark.slow
@@ -21,6 +23,13 @@ pytestmark = pytest.mark.slow
 def base_url(db_url: str) -> Iterator[str]:
     with served(db_url) as base:
         yield base
+
+
+def settled(client: OpenwopClient, run_id: str) -> Any:
+    """The run's snapshot, read with the SDK, once it waits on an interrupt or has ended."""
+    return poll_until(
+        lambda: client.runs_get(run_id), lambda s: s.status in RESTING, what=f"run {run_id} at rest"
+    )
 
 
 def refused(call: object, status: int, code: str) -> None:
@@ -44,8 +53,9 @@ def test_official_client_end_to_end(base_url: str) -> None:
     created = alice.runs_create(
         CreateRunRequest(workflowId="review", inputs={}), idempotency_key=str(uuid.uuid4())
     )
-    assert created.status == "waiting-approval"
-    snapshot = reader.runs_get(created.runId)
+    assert created.status in ("pending", "running")  # answered at commit: a worker drives the run
+    snapshot = settled(reader, created.runId)
+    assert snapshot.status == "waiting-approval"
     assert snapshot.runId == created.runId and snapshot.currentNodeId == "review"
     page = reader.runs_poll_events(created.runId, timeout_seconds=1)
     assert [e.type for e in page.events][:1] == ["run.started"] and not page.isTerminal
@@ -53,7 +63,8 @@ def test_official_client_end_to_end(base_url: str) -> None:
     resolved = alice.interrupts_resolve_by_run(
         created.runId, "review", ResolveInterruptRequest(resumeValue={"action": "accept"})
     )
-    assert (resolved.nodeId, resolved.status) == ("review", "waiting-input")
+    assert (resolved.nodeId, resolved.status) == ("review", "running")
+    assert settled(reader, created.runId).status == "waiting-input"
     refused(
         lambda: alice.interrupts_resolve_by_run(
             created.runId, "review", ResolveInterruptRequest(resumeValue={"action": "accept"})
@@ -93,7 +104,8 @@ def test_official_client_end_to_end(base_url: str) -> None:
     done = alice.interrupts_resolve_by_token(
         minted["token"], ResolveInterruptRequest(resumeValue={"answers": {"q1": "blue"}})
     )
-    assert done == {"runId": created.runId, "nodeId": "clarify", "status": "completed"}
+    assert done == {"runId": created.runId, "nodeId": "clarify", "status": "running"}
+    assert settled(reader, created.runId).status == "completed"
     refused(lambda: alice.interrupts_inspect_by_token(minted["token"]), 409, "interrupt_already_resolved")
     refused(
         lambda: alice.interrupts_inspect_by_token("ow2.hs256.nokid.abc.def"), 401, "interrupt_token_invalid"

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from tests.host.test_errors_public import SECRET_TEXT
 from tests.host.test_errors_public import _graph as exploding_graph
-from tests.server.conftest import ALICE, READER, make_settings
+from tests.server.conftest import ALICE, READER, make_settings, serving
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server import create_app
@@ -35,7 +35,7 @@ async def test_snapshot_and_events_of_a_failed_run_carry_no_raw_detail(
     host.register("explode", exploding_graph())
     app: FastAPI = create_app(host, make_settings(db_url))
     with caplog.at_level(logging.ERROR, logger="wop_langgraph.host.errors"):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        async with serving(app, "http://t") as client:
             created = await client.post("/runs", json={"workflowId": "explode"}, headers=ALICE)
             assert created.status_code == 201, created.text
             run_id = created.json()["runId"]

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.server.conftest import ALICE
-from tests.server.process import served
+from tests.server.process import rested, served
 from wop_langgraph.protocol.ids import project_id
 
 pytestmark = pytest.mark.slow
@@ -61,10 +61,13 @@ def run_races(servers: tuple[str, str], actions: tuple[str, str]) -> None:
             created = a.post("/runs", json={"workflowId": "approve"})
             assert created.status_code == 201, created.text
             run_id = created.json()["runId"]
+            assert rested(a, run_id)["status"] == "waiting-approval"
             outcomes = race((a, b), run_id, actions)
             assert sorted(status for status, _, _ in outcomes) == [200, 409], outcomes
             winner = next(origin for status, origin, _ in outcomes if status == 200)
             assert next(code for status, _, code in outcomes if status == 409) == "interrupt_already_resolved"
+            assert next(code for status, _, code in outcomes if status == 200) == "running"  # at commit
+            final = rested(a, run_id)
             events = a.get(f"/runs/{project_id(run_id)}/events/poll", params={"timeout": 0}).json()["events"]
             resolved = [e for e in events if e["type"] == "interrupt.resolved"]
             resumed = [e for e in events if e["type"] == "node.resumed"]
@@ -73,7 +76,7 @@ def run_races(servers: tuple[str, str], actions: tuple[str, str]) -> None:
             assert value["feedback"] == winner, (outcomes, value)
             expected = "completed" if value["action"] == "accept" else "failed"
             assert resolved[0]["payload"]["action"] == value["action"], resolved[0]["payload"]
-            assert a.get(f"/runs/{project_id(run_id)}").json()["status"] == expected
+            assert final["status"] == expected
 
 
 def test_concurrent_resolves_are_exactly_once(servers: tuple[str, str]) -> None:

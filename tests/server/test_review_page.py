@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import httpx
 
-from tests.server.conftest import ALICE, READER
+from tests.server.conftest import ALICE, READER, started_run
 from wop_langgraph.protocol.ids import project_id
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -16,11 +13,8 @@ HTML = {"Accept": "text/html"}
 
 async def waiting_link(client: httpx.AsyncClient) -> tuple[str, str]:
     """A run of ``review`` suspended at its approval (accept, reject), and a resolve link for it."""
-    run_id = str((await client.post("/runs", json={"workflowId": "review"}, headers=ALICE)).json()["runId"])
-    deadline = time.monotonic() + 30
-    while (await status(client, run_id)) != "waiting-approval":
-        assert time.monotonic() < deadline, "the run never suspended"
-        await asyncio.sleep(0.05)
+    run_id, snapshot = await started_run(client, "review")
+    assert snapshot["status"] == "waiting-approval"
     minted = await client.post(f"/runs/{project_id(run_id)}/interrupts/review/tokens", json={}, headers=ALICE)
     return run_id, str(minted.json()["token"])
 

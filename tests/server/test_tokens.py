@@ -9,7 +9,18 @@ import httpx
 from fastapi import FastAPI
 
 from tests.official import official_errors
-from tests.server.conftest import ACME_BOB, ALICE, MAILER, PUBLIC_URL, READER, assert_error, make_settings
+from tests.server.conftest import (
+    ACME_BOB,
+    ALICE,
+    MAILER,
+    PUBLIC_URL,
+    READER,
+    assert_error,
+    at_rest,
+    make_settings,
+    serving,
+    started_run,
+)
 from tests.server.quorum_graphs import pair_graph
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.ids import project_id
@@ -19,9 +30,9 @@ from wop_langgraph.tokens import mint, verify
 
 
 async def suspended(client: httpx.AsyncClient, workflow: str = "review") -> str:
-    response = await client.post("/runs", json={"workflowId": workflow}, headers=ALICE)
-    assert response.status_code == 201, response.text
-    return str(response.json()["runId"])
+    run_id, snapshot = await started_run(client, workflow)
+    assert snapshot["status"] == "waiting-approval"
+    return run_id
 
 
 async def token_for(
@@ -54,7 +65,8 @@ async def test_mint_inspect_resolve(client: httpx.AsyncClient, app: FastAPI) -> 
     assert official_errors("suspend-request.schema.json", payload) == []
     resolved = await client.post(f"/interrupts/{minted['token']}", json={"resumeValue": {"action": "accept"}})
     assert resolved.status_code == 200, resolved.text
-    assert resolved.json() == {"runId": run_id, "nodeId": "review", "status": "waiting-input"}
+    assert resolved.json() == {"runId": run_id, "nodeId": "review", "status": "running"}
+    assert (await at_rest(client, run_id))["status"] == "waiting-input"
     again = await client.post(f"/interrupts/{minted['token']}", json={"resumeValue": {"action": "accept"}})
     assert_error(again, 409, "interrupt_already_resolved")
     assert_error(await client.get(f"/interrupts/{minted['token']}"), 409, "interrupt_already_resolved")
@@ -79,7 +91,8 @@ async def test_links_for_two_approvers_count_two_votes_and_one_approver_one(
     bobs = await token_for(client, run_id, headers=MAILER, approver="bob")
     decided = await client.post(f"/interrupts/{bobs['token']}", json=vote)
     assert decided.status_code == 200, decided.text
-    assert decided.json()["status"] == "completed"
+    assert decided.json()["status"] == "running"
+    assert (await at_rest(client, run_id))["status"] == "completed"
     events = (await client.get(f"/runs/{project_id(run_id)}/events/poll?timeout=0", headers=READER)).json()
     resolved = next(e for e in events["events"] if e["type"] == "interrupt.resolved")["payload"]
     assert resolved["resolvedBy"] == {
@@ -126,7 +139,7 @@ async def test_minting_for_an_approver_the_gate_does_not_name_is_refused(db_url:
     host.register("pair", pair_graph())
     app = create_app(host, make_settings(db_url))
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        async with serving(app, "http://t") as client:
             run_id = await suspended(client, "pair")
             url = f"/runs/{project_id(run_id)}/interrupts/review/tokens"
             for approver in ("mailer", "carol", "Alice"):
@@ -146,9 +159,7 @@ async def test_minting_for_an_approver_the_gate_does_not_name_is_refused(db_url:
 
 async def test_without_a_public_url_no_link_is_built_on_the_host_header(db_url: str, host: WopHost) -> None:
     app = create_app(host, make_settings(db_url, public_url=None))
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://evil.example"
-    ) as client:
+    async with serving(app, "http://evil.example") as client:
         run_id = await suspended(client)
         response = await client.post(
             f"/runs/{project_id(run_id)}/interrupts/review/tokens",
@@ -243,6 +254,7 @@ async def test_reviewer_page(client: httpx.AsyncClient) -> None:
     )
     assert done.status_code == 200
     assert "Decision recorded: <strong>Accepted</strong>" in done.text
+    assert (await at_rest(client, run_id))["status"] == "waiting-input"
     used = await client.get(f"/interrupts/{minted['token']}", headers={"Accept": "text/html"})
     assert used.status_code == 409
     assert "already answered" in used.text and "Traceback" not in used.text

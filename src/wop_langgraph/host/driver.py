@@ -50,7 +50,7 @@ from wop_langgraph.store.interrupts import (
     resolved_unconsumed,
 )
 from wop_langgraph.store.run_queue import Claim
-from wop_langgraph.store.run_tables import events_table, runs_table
+from wop_langgraph.store.run_tables import event_counters_table, events_table, runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES
 
 __all__ = ["TERMINAL_STATUSES", "DriveSignal", "GraphDriver", "Pass", "jsonable", "needs_async"]
@@ -58,6 +58,8 @@ __all__ = ["TERMINAL_STATUSES", "DriveSignal", "GraphDriver", "Pass", "jsonable"
 STRICT_RESUME_KEY = "__pregel_strict_resume"
 #: The ``typeId`` of every LangGraph node on ``node.started`` (required there; RFC 0107 grammar).
 NODE_TYPE_ID = "langgraph.node"
+#: LangGraph's trigger of a task it pushed: a ``Send``, or a ``@task`` called from a node.
+_PUSH = "__pregel_push"
 
 
 def jsonable(value: Any) -> Any:
@@ -116,6 +118,17 @@ def needs_async(graph: Pregel[Any, Any, Any, Any]) -> bool:
 
 
 @dataclass
+class _PassTasks:
+    """What :meth:`GraphDriver._on_task` remembers while one pass streams."""
+
+    resumed: Mapping[str, InterruptRecord]
+    callers: dict[str, str] = field(default_factory=dict)  # running node tasks: id -> name
+    names: dict[str, str] = field(default_factory=dict)  # started tasks: id -> the node id of their events
+    #: (interrupt id, node id) already resumed: a later visit of the node in the pass starts afresh.
+    answered: set[tuple[str, str]] = field(default_factory=set)
+
+
+@dataclass
 class GraphDriver:
     """Executes passes of one run's graph against the store and records what they did."""
 
@@ -127,6 +140,7 @@ class GraphDriver:
     recursion_limit: int | None = None
     is_async: bool = False
     signal: DriveSignal = field(default_factory=DriveSignal)
+    _tasks: _PassTasks | None = field(default=None, init=False, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -234,18 +248,27 @@ class GraphDriver:
         return None
 
     def _on_task(self, chunk: Mapping[str, Any], resumed: Mapping[str, InterruptRecord]) -> str | None:
-        """Append the event for one ``tasks``-mode chunk; returns the node's name if it failed."""
-        name = str(chunk["name"])
+        """Append the event for one ``tasks``-mode chunk; returns the node's name if it failed.
+
+        Every execution the log opens (``node.started`` / ``node.resumed``) is closed by
+        ``node.completed``, ``node.failed`` or a ``node.suspended`` of it or of something it
+        called. For the Functional API that means: a call task is named by its caller's path
+        (``workflow.approve``, as the interrupts it raises are); the entrypoint re-executed after
+        an answer is *resumed*, like the task that asked; a finished task whose saved result the
+        re-execution replays opens nothing; and a task whose suspension was recorded before its
+        start was streamed opens nothing either (the suspension already closed it).
+        """
+        tasks = self._pass_tasks(resumed)
         task_id = str(chunk["id"])
         if "error" not in chunk:  # a task starts
-            record = resumed.get(task_id)
-            if record is not None:
-                payload = {"nodeId": name, "interruptId": record.interrupt_id}
-                self._append_once(NewEvent("node.resumed", payload, node_id=name), task_id)
-            else:
-                payload = {"nodeId": name, "typeId": self._type_id(name)}
-                self._append_once(NewEvent("node.started", payload, node_id=name), task_id)
+            name = self._task_name(tasks, chunk)
+            tasks.names[task_id] = name
+            if name == chunk["name"]:
+                tasks.callers[task_id] = name
+            self._on_start(task_id, name, name != chunk["name"], tasks)
             return None
+        name = tasks.names.pop(task_id, "") or self._task_name(tasks, chunk)
+        tasks.callers.pop(task_id, None)
         if chunk["error"] is not None:
             error = chunk["error"]
             obj = public_error(error, run_id=self.run_id, node_id=name)
@@ -270,6 +293,61 @@ class GraphDriver:
         self._append_once(event, task_id)
         return None
 
+    def _pass_tasks(self, resumed: Mapping[str, InterruptRecord]) -> _PassTasks:
+        """The task bookkeeping of the current pass (each pass streams with its own ``resumed``)."""
+        if self._tasks is None or self._tasks.resumed is not resumed:
+            self._tasks = _PassTasks(resumed)
+        return self._tasks
+
+    def _task_name(self, tasks: _PassTasks, chunk: Mapping[str, Any]) -> str:
+        """The node id a task's events carry: a graph node's name, or a call task under its caller.
+
+        A ``@task`` called from a node is streamed under the function's name alone; its
+        interrupts are addressed ``<caller>.<task>``, so its events are too. The caller is the
+        node task running in this pass (an entrypoint runs alone in its step); with several
+        running, the caller is unknown and the task keeps its own name.
+        """
+        name = str(chunk["name"])
+        if name in self.graph.nodes or _PUSH not in (chunk.get("triggers") or ()):
+            return name  # a node, or a ``Send`` to one
+        callers = set(tasks.callers.values())
+        return f"{callers.pop()}.{name}" if len(callers) == 1 else name
+
+    def _on_start(self, task_id: str, name: str, is_call: bool, tasks: _PassTasks) -> None:
+        """Open the task's execution in the log, unless it is replayed or already suspended."""
+        closed = [_stable_event_id(self.run_id, task_id, kind) for kind in ("node.completed", "node.failed")]
+        with self.engine.begin() as conn:
+            # Taken in the order the recorder takes it: its suspension of this task is either
+            # committed and seen below, or appended after what this opens.
+            conn.execute(
+                select(event_counters_table.c.run_id)
+                .where(event_counters_table.c.run_id == self.run_id)
+                .with_for_update()
+            )
+            finished = select(events_table.c.sequence).where(events_table.c.event_id.in_(closed))
+            if conn.execute(finished).first():
+                return  # a finished task's saved result, replayed by the entrypoint's re-execution
+            caller_ids = set(tasks.callers) - {task_id}
+            for pending in interrupts_of_run(conn, self.run_id, statuses=["pending"]):
+                own = pending.task_id == task_id or pending.node_id.startswith(name + ".")
+                # The calling node's copy of a call task's interrupt carries the caller's task id.
+                if own or (is_call and pending.node_id == name and pending.task_id in caller_ids):
+                    return  # it suspended before its start was streamed: the suspension closed it
+            record = tasks.resumed.get(task_id) or next(
+                (r for r in tasks.resumed.values() if r.node_id == name or r.node_id.startswith(name + ".")),
+                None,
+            )
+            if record is not None and (record.interrupt_id, name) not in tasks.answered:
+                tasks.answered.add((record.interrupt_id, name))
+                # Re-executed to receive an answer (its own, or one a task it calls asked for):
+                # one execution per answer, so the stable id names the interrupt too.
+                payload = {"nodeId": name, "interruptId": record.interrupt_id}
+                event = NewEvent("node.resumed", payload, node_id=name)
+                self._append_once_in(conn, event, f"{task_id}|{record.interrupt_id}")
+            else:
+                payload = {"nodeId": name, "typeId": self._type_id(name)}
+                self._append_once_in(conn, NewEvent("node.started", payload, node_id=name), task_id)
+
     def _type_id(self, name: str) -> str:
         """The node's OpenWOP ``typeId`` when its graph names one (definitions), else ours."""
         metadata = getattr(self.graph.nodes.get(name), "metadata", None) or {}
@@ -277,15 +355,20 @@ class GraphDriver:
         return type_id if isinstance(type_id, str) else NODE_TYPE_ID
 
     def _append_once(self, event: NewEvent, task_id: str) -> None:
-        """Append a task event unless a pass before a crash already did (same task, same type)."""
-        stable = _stable_event_id(self.run_id, task_id, event.type)
+        """Append a task event unless a pass before a crash already did (same task, same type).
+
+        ``task_id`` may carry more than the task's id where one task has several such events.
+        """
         with self.engine.begin() as conn:
-            seen = conn.execute(
-                select(events_table.c.sequence).where(events_table.c.event_id == stable)
-            ).first()
-            if seen is None:
-                event = NewEvent(event.type, event.payload, node_id=event.node_id, event_id=stable)
-                append_events(conn, self.run_id, [event], now=self.clock())
+            self._append_once_in(conn, event, task_id)
+
+    def _append_once_in(self, conn: Connection, event: NewEvent, task_id: str) -> None:
+        """:meth:`_append_once` inside the caller's transaction."""
+        stable = _stable_event_id(self.run_id, task_id, event.type)
+        seen = conn.execute(select(events_table.c.sequence).where(events_table.c.event_id == stable)).first()
+        if seen is None:
+            event = NewEvent(event.type, event.payload, node_id=event.node_id, event_id=stable)
+            append_events(conn, self.run_id, [event], now=self.clock())
 
     # -- settling ---------------------------------------------------------------------------
 

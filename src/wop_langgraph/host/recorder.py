@@ -51,6 +51,9 @@ class InterruptRecorder:
 
     def __init__(self, clock: Callable[[], datetime] = utcnow) -> None:
         self._clock = clock
+        #: Called with each newly recorded interrupt, in the same transaction (the notification
+        #: outbox plans its messages here, so they commit or roll back with the interrupt).
+        self.on_requested: list[Callable[[Connection, InterruptRecord], None]] = []
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Record every interrupt in the batch's ``__interrupt__`` writes."""
@@ -140,6 +143,8 @@ class InterruptRecorder:
                 status=waiting_status_for(cast(InterruptKind, kind)), current_node_id=node_id, updated_at=now
             )
         )
+        for hook in self.on_requested:
+            hook(conn, stored)
 
 
 def _unwrap(batch: WriteBatch, item: Interrupt) -> tuple[str, str, dict[str, Any]]:

@@ -224,36 +224,18 @@ class WopHost:
             )
             append_events(conn, run_id, [NewEvent("run.started", started)], now=now)
             enqueue(conn, run_id, now=now)
+            # The answer at commit: read here, since a worker may drive the run the moment it
+            # commits, and a later read would report where the worker got to instead.
+            committed = get_run(conn, run_id)
         self._enqueued(run_id)
-        if wait:
-            self.executor.drive_until_idle(run_id)
+        if not wait:
+            return _snapshot_of(committed)
+        self.executor.drive_until_idle(run_id)
         return self.snapshot(run_id)
 
     def snapshot(self, run_id: str) -> dict[str, Any]:
         """The run's OpenWOP ``RunSnapshot``."""
-        row = self._run_row(run_id)
-        snap: dict[str, Any] = {
-            "runId": row.run_id,
-            "workflowId": row.workflow_id,
-            "status": row.status,
-            "owner": row.owner,
-            "eventLogSchemaVersion": EVENT_LOG_SCHEMA_VERSION,
-            "startedAt": iso_z(row.created_at),
-        }
-        if row.current_node_id and row.status.startswith("waiting-"):
-            snap["currentNodeId"] = row.current_node_id
-        if row.error:
-            snap["error"] = {k: v for k, v in row.error.items() if k in ("code", "message", "details")}
-        for name, value in (
-            ("configurable", row.configurable),
-            ("tags", row.tags),
-            ("metadata", row.run_metadata),
-        ):
-            if value is not None:
-                snap[name] = value
-        if row.completed_at is not None:
-            snap["completedAt"] = iso_z(row.completed_at)
-        return snap
+        return _snapshot_of(self._run_row(run_id))
 
     def events(self, run_id: str, *, after: int = -1, limit: int | None = None) -> list[dict[str, Any]]:
         """The run's events with ``sequence > after``, as ``RunEventDoc`` dicts, in order."""
@@ -457,6 +439,32 @@ class WopHost:
         if row is None:
             raise NotFound(f"no run {run_id!r}")
         return row
+
+
+def _snapshot_of(row: Any) -> dict[str, Any]:
+    """The ``RunSnapshot`` of a run row."""
+    snap: dict[str, Any] = {
+        "runId": row.run_id,
+        "workflowId": row.workflow_id,
+        "status": row.status,
+        "owner": row.owner,
+        "eventLogSchemaVersion": EVENT_LOG_SCHEMA_VERSION,
+        "startedAt": iso_z(row.created_at),
+    }
+    if row.current_node_id and row.status.startswith("waiting-"):
+        snap["currentNodeId"] = row.current_node_id
+    if row.error:
+        snap["error"] = {k: v for k, v in row.error.items() if k in ("code", "message", "details")}
+    for name, value in (
+        ("configurable", row.configurable),
+        ("tags", row.tags),
+        ("metadata", row.run_metadata),
+    ):
+        if value is not None:
+            snap[name] = value
+    if row.completed_at is not None:
+        snap["completedAt"] = iso_z(row.completed_at)
+    return snap
 
 
 def _run_option(configurable: Any, name: str) -> Any:

@@ -7,6 +7,7 @@ from datetime import timedelta
 from fastapi import Depends, FastAPI
 
 from wop_langgraph.host import WopHost
+from wop_langgraph.notify.serving import notifier_from_settings, with_notifier
 from wop_langgraph.server import discovery, html, routes_events, routes_interrupts, routes_runs, routes_tokens
 from wop_langgraph.server.delivery import CallbackDelivery, DeliveryPolicy
 from wop_langgraph.server.errors import ProtocolVersionMiddleware, install_error_handlers
@@ -26,7 +27,8 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     """Build the OpenWOP HTTP app over ``host``.
 
     Nothing runs until the app is served: the lifespan recovers interrupted runs, starts the
-    callback worker and the timeout sweep. The server's delivery table is created here.
+    callback worker, the timeout sweep and (with ``WOP_NOTIFY_DIRECTORY``) the notification
+    delivery. The server's delivery table is created here.
 
     Raises:
         ConfigurationError: missing or malformed signing keys or API keys.
@@ -53,10 +55,13 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     )
     CallbackDelivery.create_table(host.engine)
     host.executor.after_drive.append(delivery.notify)
+    notifier = notifier_from_settings(settings, keys)
+    if notifier is not None:
+        notifier.attach(host)
 
     app = FastAPI(
         title="wop-langgraph",
-        lifespan=lifespan,
+        lifespan=with_notifier(lifespan, notifier, settings.notify_poll_seconds),
         docs_url=None,
         redoc_url=None,
         openapi_url="/openapi.json",

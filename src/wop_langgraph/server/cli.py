@@ -7,6 +7,8 @@
 ``request_credential`` (``WopHost(..., conversations=True, credentials=True)``).
 ``--definitions DIR`` also loads every ``*.json`` OpenWOP WorkflowDefinition in ``DIR`` under its
 ``id`` (a definition the host cannot run is refused with its reason on stderr; the rest load).
+``WOP_NOTIFY_DIRECTORY`` (and ``WOP_NOTIFY_SMTP_*``, ...) turns on email/chat notifications of
+interrupts with personal links (see :mod:`wop_langgraph.notify.serving` and the README).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ postgresql+psycopg:// database also needs the 'postgres' extra).
 MODULE:ATTR names a compiled graph (served as the workflow ATTR), a {workflowId: graph} dict, or a
 function without arguments returning either. Configuration comes from WOP_* environment
 variables: WOP_SIGNING_KEYS (required), WOP_API_KEYS, WOP_DATABASE_URL (--db overrides it),
-WOP_PUBLIC_URL, WOP_TOKEN_TTL_SECONDS, WOP_SWEEP_INTERVAL_SECONDS.
+WOP_PUBLIC_URL, WOP_TOKEN_TTL_SECONDS, WOP_SWEEP_INTERVAL_SECONDS, and WOP_NOTIFY_* for email/chat
+notifications of interrupts with personal links (see the README).
 
 example:
   wop-langgraph serve wop_langgraph.examples.review:workflows --db sqlite:///runs.db --port 8000
@@ -84,6 +87,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from wop_langgraph.host import WopHost
+    from wop_langgraph.notify.serving import notifier_from_settings
     from wop_langgraph.server import ConfigurationError, Settings, create_app
     from wop_langgraph.store.engine import normalize_url
 
@@ -100,6 +104,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     try:
         settings.keyring()
         settings.api_keyring()
+        notifier_from_settings(settings)  # WOP_NOTIFY_*: refuse a bad directory before serving
     except ConfigurationError as exc:
         print(f"wop-langgraph serve: {exc}", file=sys.stderr)
         return 2

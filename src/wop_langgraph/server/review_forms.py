@@ -2,8 +2,9 @@
 
 An approval gets one small form per action it allows, each with a one-line explanation of what
 the button does: accept and reject (an optional comment), edit-accept (an editor prefilled with
-the artifact: a text area for text, a JSON text area for anything else), refine (scope and what
-to change) and ask (a question; the gate stays open). A clarification gets one input per
+the artifact: a text area for text, a JSON text area for anything else; for the tool calls of
+``HumanInTheLoopMiddleware``, one decision per call, see :mod:`.review_items`), refine (scope
+and what to change) and ask (a question; the gate stays open). A clarification gets one input per
 question, made from the question's schema; every other kind gets inputs made from its
 ``resumeSchema`` (or ``outcomeSchema``), or a free answer sent as text unless the reviewer picks
 JSON. Everything a payload carries is escaped before it reaches the page.
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any, Final
 
+from wop_langgraph.server import review_items
 from wop_langgraph.server.review_fields import (
     Field,
     Form,
@@ -169,7 +171,7 @@ def field_for_path(payload: Mapping[str, Any], path: str) -> str:
     """
     parts = path.removeprefix("/resumeValue").strip("/").split("/") if path else []
     if payload.get("kind") == "approval":
-        return ""
+        return review_items.field_for_path(path) if review_items.is_per_item(payload) else ""
     if payload.get("kind") == "clarification":
         if len(parts) >= 2 and parts[0] == "answers":
             return f"answer.{_unescape_pointer(parts[1])}"
@@ -190,7 +192,11 @@ def _approval_form(
 ) -> str:
     mine = form is not None and submitted(form, "action") == name
     shown, errs = (form, errors) if mine else (None, {})
-    fields = "".join(render_field(f, shown, errs.get(f.name)) for f in _approval_fields(payload, name))
+    explain = _EXPLAIN[name]
+    if name == "edit-accept" and review_items.is_per_item(payload):
+        fields, explain = review_items.render(payload, shown, errs), review_items.EXPLAIN
+    else:
+        fields = "".join(render_field(f, shown, errs.get(f.name)) for f in _approval_fields(payload, name))
     if name == "refine":
         fields = _scope_select(shown) + fields
     if errs.get(""):
@@ -199,7 +205,7 @@ def _approval_form(
     return (
         f'<form class="action" {_form_attributes(post_to, f"answer-{name}")}>'
         f'<input type="hidden" name="action" value="{escape(name, quote=True)}">'
-        f'<p class="explain"><strong>{escape(ACTION_LABELS[name])}</strong>: {escape(_EXPLAIN[name])}</p>'
+        f'<p class="explain"><strong>{escape(ACTION_LABELS[name])}</strong>: {escape(explain)}</p>'
         f'{fields}<button type="submit"{danger}>{escape(ACTION_LABELS[name])}</button></form>'
     )
 
@@ -260,6 +266,8 @@ def _approval_value(payload: Mapping[str, Any], form: Form) -> dict[str, Any]:
     name = submitted(form, "action") or ""
     if name not in _actions(payload):
         raise FormRefused({"": "Choose one of the buttons below."})
+    if name == "edit-accept" and review_items.is_per_item(payload):
+        return {"action": name, "editedArtifactData": {"decisions": review_items.decisions(payload, form)}}
     fields = _approval_fields(payload, name)
     values = read_fields(fields, form, prefix="") if fields else {}
     value: dict[str, Any] = {"action": name}

@@ -47,6 +47,7 @@ class Settings(BaseSettings):
             API; run ``wop-langgraph worker`` processes against the same database).
         lease_seconds: how long a worker's lease on a run lasts without renewal.
         callback_attempts / callback_backoff_seconds / callback_timeout_seconds: callback delivery.
+        notify_*: email/chat notifications of interrupts (see :mod:`wop_langgraph.notify.serving`).
         max_body_bytes: the largest request body accepted (``413 payload_too_large`` above).
         max_json_depth: the deepest nesting of a JSON request body (``400`` above).
         max_string_chars: the longest string or object key in a JSON request body.
@@ -76,6 +77,27 @@ class Settings(BaseSettings):
     events_page_size: int = Field(default=1000, ge=1, le=100_000)
     callback_allow: AllowList | None = Field(default=None, exclude=True)
     """Test-only egress allowance for a loopback receiver; never set from the environment."""
+    # Notifications (wop_langgraph.notify; off unless a directory is given). See the README.
+    notify_directory: str | None = None
+    """JSON file (or inline JSON object) of subject -> {"email": ..., "apprise": [...]}."""
+    notify_smtp_host: str | None = None
+    notify_smtp_port: int = Field(default=25, ge=1, le=65535)
+    notify_smtp_sender: str = "wop-langgraph@localhost"
+    notify_smtp_username: str | None = None
+    notify_smtp_password: SecretStr | None = None
+    notify_smtp_starttls: bool = False
+    notify_smtp_ssl: bool = False
+    notify_default_recipients: str | None = None
+    """Comma-separated subjects told when a gate names nobody (every workflow)."""
+    notify_escalation_to: str | None = None
+    """Comma-separated subjects told when an ``onTimeout: escalate`` gate reaches its deadline."""
+    notify_reminders: str | None = None
+    """Comma-separated fractions of ``timeoutMs`` at which to remind, e.g. ``0.5,0.9``."""
+    notify_attempts: int = Field(default=5, ge=1)
+    notify_backoff_seconds: float = Field(default=30.0, ge=0)
+    notify_poll_seconds: float = Field(default=1.0, gt=0)
+    notify_templates: str | None = None
+    """Folder with subject.txt, body.txt and/or body.html overriding the default templates."""
 
     def request_limits(self) -> RequestLimits:
         """The body limits :class:`~wop_langgraph.server.limits.RequestLimitsMiddleware` enforces."""

@@ -73,16 +73,18 @@ class InterruptRecord:
 
 
 def insert_interrupt(conn: Connection, record: InterruptRecord) -> tuple[InterruptRecord, bool]:
-    """Insert ``record`` unless an interrupt with its key exists.
+    """Insert ``record`` unless an interrupt with its key (or its id) exists.
 
     Returns the stored record and whether it was new; a replayed execution gets the original
     row back unchanged.
     """
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(_table).values(**asdict(record)).on_conflict_do_nothing(index_elements=["key"])
+    # Any unique conflict, not only the key's: two copies of one interrupt (a call task's and
+    # its caller's, written by concurrent transactions on PostgreSQL) share the interrupt id.
+    statement = dialect.insert(_table).values(**asdict(record)).on_conflict_do_nothing()
     # SQLAlchemy keeps an INSERT's rowcount only when asked; without it psycopg reports -1.
     inserted = conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount == 1
-    stored = get_interrupt_by_key(conn, record.key)
+    stored = get_interrupt_by_key(conn, record.key) or get_interrupt(conn, record.interrupt_id)
     if stored is None:  # pragma: no cover - the insert or the conflict guarantees a row
         raise RuntimeError(f"interrupt {record.key!r} vanished during insert")
     return stored, inserted

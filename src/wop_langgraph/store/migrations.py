@@ -244,11 +244,42 @@ def _create_v3(conn: Connection) -> None:
     )
 
 
+def _create_v4(conn: Connection) -> None:
+    # The notification outbox (wop_langgraph.notify): planned in the interrupt's transaction,
+    # delivered by workers; the unique constraint plans each (key, recipient, purpose) once.
+    md = MetaData()
+    Table(
+        "wop_notifications",
+        md,
+        Column("notification_id", String(64), primary_key=True),
+        Column("run_id", String(300), nullable=False),
+        Column("interrupt_id", String(300), nullable=False),
+        Column("interrupt_key", String(256), nullable=False),
+        Column("recipient", String(256), nullable=False),
+        Column("purpose", String(32), nullable=False),
+        Column("state", String(16), nullable=False),
+        Column("addresses", _json(), nullable=False),
+        Column("delivered", _json()),
+        Column("attempts", Integer, nullable=False),
+        Column("last_error", Text),
+        Column("due_at", DateTime(timezone=True), nullable=False),
+        Column("lease_until", DateTime(timezone=True)),
+        Column("created_at", DateTime(timezone=True), nullable=False),
+        Column("updated_at", DateTime(timezone=True), nullable=False),
+        Column("sent_at", DateTime(timezone=True)),
+        UniqueConstraint("interrupt_key", "recipient", "purpose", name="uq_wop_notifications_once"),
+        Index("ix_wop_notifications_due", "state", "due_at"),
+        Index("ix_wop_notifications_run", "run_id"),
+    )
+    md.create_all(conn, checkfirst=True)
+
+
 #: Every schema version, oldest first; append, never edit.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs, events, interrupts, idempotency, checkpoints and writes", _create_v1),
     Migration(2, "index checkpoints by metadata run_id (delete_for_runs)", _create_v2),
     Migration(3, "run queue and leases on wop_runs; closed event logs", _create_v3),
+    Migration(4, "notification outbox wop_notifications", _create_v4),
 )
 
 #: The newest schema version this code knows.

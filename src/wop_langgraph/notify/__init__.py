@@ -1,0 +1,26 @@
+"""Reach the reviewers: email and chat notifications with personal links, through a durable outbox.
+
+See :class:`Notifier` (and the README section "Notifications").
+"""
+
+from wop_langgraph.notify.channels import AppriseChannel, EmailChannel, SendError, SmtpSettings
+from wop_langgraph.notify.directory import Contact, Directory
+from wop_langgraph.notify.links import LinkSigner
+from wop_langgraph.notify.notifier import Notifier
+from wop_langgraph.notify.outbox import Notification
+from wop_langgraph.notify.policy import NotifyPolicy
+from wop_langgraph.notify.templates import Templates
+
+__all__ = [
+    "AppriseChannel",
+    "Contact",
+    "Directory",
+    "EmailChannel",
+    "LinkSigner",
+    "Notification",
+    "Notifier",
+    "NotifyPolicy",
+    "SendError",
+    "SmtpSettings",
+    "Templates",
+]

@@ -1,0 +1,70 @@
+"""Personal reviewer links: a token minted FOR one recipient, on the configured public URL.
+
+The link votes as the recipient (the token's ``approver``), so each reviewer of a quorum gets
+their own. A recipient the gate does not make eligible (an ``audience`` member who is only to
+be told) gets an inspect-only link. The lifetime never passes the interrupt's deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from wop_langgraph._clock import as_utc
+from wop_langgraph.host.eligibility import check_eligible
+from wop_langgraph.host.keys import tenant_of
+from wop_langgraph.host.principal import MembershipResolver, Principal
+from wop_langgraph.protocol.errors import Forbidden
+from wop_langgraph.store.interrupts import InterruptRecord
+from wop_langgraph.tokens import Intent, SigningKeys, is_approver, mint
+
+__all__ = ["LinkSigner"]
+
+
+@dataclass(frozen=True)
+class LinkSigner:
+    """Mints personal links: ``{public_url}/interrupts/{token}`` (the reviewer page)."""
+
+    keys: SigningKeys
+    public_url: str
+
+    def link(
+        self,
+        record: InterruptRecord,
+        recipient: str,
+        *,
+        now: datetime,
+        ttl: timedelta,
+        ref_kinds: Collection[str],
+        membership: MembershipResolver | None,
+    ) -> str | None:
+        """The recipient's link, or ``None`` once the deadline has passed or for an unusable subject."""
+        if not is_approver(recipient):
+            return None
+        deadline = as_utc(record.deadline) if record.deadline is not None else None
+        if deadline is not None and deadline <= now:
+            return None
+        intent: Intent = "resolve"
+        if record.kind == "approval":
+            try:
+                check_eligible(
+                    record.payload["data"],
+                    Principal(tenant=tenant_of(record.run_id), subject_id=recipient),
+                    ref_kinds=ref_kinds,
+                    membership=membership,
+                )
+            except Forbidden:
+                intent = "inspect"  # told, not asked: the link shows the gate but cannot decide it
+        minted = mint(
+            self.keys,
+            run_id=record.run_id,
+            node_id=record.node_id,
+            interrupt_id=record.key,
+            intent=intent,
+            now=now,
+            ttl=ttl,
+            not_after=deadline,
+            approver=recipient,
+        )
+        return f"{self.public_url.rstrip('/')}/interrupts/{minted.token}"
