@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from _postgres import scratch_database
+from wop_langgraph.protocol.ids import project_id
 
 POSTGRES_ENV = "WOP_TEST_POSTGRES_URL"
 HERE = Path(__file__).resolve().parent
@@ -41,6 +42,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def p50(values: list[float]) -> float:
+    """The median."""
     return statistics.median(values)
 
 
@@ -144,22 +146,20 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str, step: flo
         time.sleep(step)
 
 
-def statuses(client: httpx.Client, run_ids: list[str]) -> dict[str, str]:
-    """The current status of each run (snapshot reads)."""
-    out: dict[str, str] = {}
-    for run_id in run_ids:
-        response = client.get(f"/runs/{run_id}")
-        response.raise_for_status()
-        out[run_id] = str(response.json()["status"])
-    return out
+def status(client: httpx.Client, run_id: str) -> str:
+    """The run's current status (a snapshot read)."""
+    response = client.get(f"/runs/{project_id(run_id)}")
+    response.raise_for_status()
+    return str(response.json()["status"])
 
 
 def all_in(client: httpx.Client, run_ids: list[str], wanted: tuple[str, ...]) -> Callable[[], bool]:
+    """A predicate for :func:`wait_for`: every run has one of the ``wanted`` statuses."""
     pending = list(run_ids)
 
     def check() -> bool:
         while pending:
-            if client.get(f"/runs/{pending[-1]}").json()["status"] not in wanted:
+            if status(client, pending[-1]) not in wanted:
                 return False
             pending.pop()
         return True
