@@ -58,6 +58,8 @@ def _queued(host: WopHost) -> int:
 def fill(host: WopHost, target: int, timeout: float) -> None:
     """Create runs until ``target`` wait at their gate (workers drive them there)."""
     batch = 200
+    # Resolved runs still queued go to their end, not to a gate: let them finish first.
+    wait_for(lambda: _queued(host) == 0, timeout, "the queue to drain", step=0.2)
     # Queued runs are on their way to the gate: count them, so the fill never overshoots.
     while (missing := target - _waiting(host) - _queued(host)) > 0:
         for _ in range(min(batch, missing)):
@@ -121,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
                 small = resolve_latencies(host, args.samples, args.timeout)
                 fill(host, args.large, args.timeout)
                 large = resolve_latencies(host, args.samples, args.timeout)
+                # The resolved samples finish here: the idle worker must find nothing queued.
+                wait_for(lambda: _queued(host) == 0, args.timeout, "the queue to drain")
             fill_seconds = time.perf_counter() - started
-            wait_for(lambda: _queued(host) == 0, args.timeout, "the queue to drain")
             with worker_processes(url, 1) as (idle,):
                 time.sleep(args.settle)
                 cpu = idle_cpu(idle.pid, args.idle_seconds)
