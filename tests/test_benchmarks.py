@@ -1,4 +1,9 @@
-"""The benchmarks still run (tiny sizes): figures come from running them by hand, not from tests."""
+"""The benchmarks still run (tiny sizes): figures come from running them by hand, not from tests.
+
+Each script is run as a subprocess with sizes that finish in seconds; a test asserts it exits 0
+and prints its table (timings are not asserted: targets belong to full runs, see
+benchmarks/README.md). PostgreSQL parts run when ``WOP_TEST_POSTGRES_URL`` is set.
+"""
 
 from __future__ import annotations
 
@@ -10,22 +15,75 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+POSTGRES = os.environ.get("WOP_TEST_POSTGRES_URL")
 pytestmark = pytest.mark.slow
 
 
-def test_saver_benchmark_runs_every_saver_and_reports_ratios() -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def _run(script: str, *args: str) -> str:
+    path = os.pathsep.join(p for p in (str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH")) if p)
     proc = subprocess.run(
-        [sys.executable, "benchmarks/saver.py", "--iterations", "2", "--rounds", "1", "--warmup", "0"],
+        [sys.executable, f"benchmarks/{script}", *args],
         cwd=REPO,
-        env=env,
+        env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout
+
+
+def test_saver_benchmark_runs_every_saver_and_reports_ratios() -> None:
+    out = _run("saver.py", "--iterations", "2", "--rounds", "1", "--warmup", "0")
     for name in ("SQLModelSaver[sqlite] / SqliteSaver", "SQLModelSaver[sqlite]+recorder / SqliteSaver"):
-        assert name in proc.stdout
-    if os.environ.get("WOP_TEST_POSTGRES_URL"):
-        assert "SQLModelSaver[postgres]+recorder / PostgresSaver" in proc.stdout
+        assert name in out
+    if POSTGRES:
+        assert "SQLModelSaver[postgres]+recorder / PostgresSaver" in out
+
+
+def test_full_path_benchmark_reports_ratios_and_a_profile() -> None:
+    out = _run(
+        "full_path.py", "--iterations", "2", "--rounds", "1", "--warmup", "0", "--profile",
+        "--profile-cycles", "1", "--top", "3",
+    )  # fmt: skip
+    assert "WopHost[sqlite] / LangGraph+SqliteSaver" in out
+    assert "profile: WopHost[sqlite]" in out and "statements/cycle" in out
+    if POSTGRES:
+        assert "WopHost[postgres] / LangGraph+PostgresSaver" in out
+        assert "profile: WopHost[postgres]" in out
+
+
+def test_http_engine_benchmark_reports_resolve_and_create_latency() -> None:
+    out = _run("http_engine.py", "--clients", "2", "--rounds", "1", "--creates", "1", "--sleep", "0.1")
+    assert "sqlite resolve" in out and "sqlite POST /runs" in out
+    if POSTGRES:
+        assert "postgres resolve" in out and "postgres POST /runs" in out
+
+
+@pytest.mark.skipif(not POSTGRES, reason="scale_out.py needs WOP_TEST_POSTGRES_URL")
+def test_scale_out_benchmark_reports_the_ratio_of_worker_processes() -> None:
+    out = _run(
+        "scale_out.py", "--runs", "4", "--rounds", "1", "--step-sleep", "0.02", "--concurrency", "1",
+        "--processes", "1", "2",
+    )  # fmt: skip
+    assert "2 / 1 processes:" in out
+
+
+def test_idle_cost_benchmark_reports_worker_cpu_and_resolve_latency() -> None:
+    out = _run(
+        "idle_cost.py", "--small", "2", "--large", "5", "--samples", "2", "--idle-seconds", "0.5",
+        "--settle", "0.5", "--setup-workers", "1",
+    )  # fmt: skip
+    assert "resolve p50 ratio 5 / 2 suspended" in out
+    assert "idle worker process" in out
+
+
+def test_sse_streams_benchmark_reports_latency_with_streams_open() -> None:
+    out = _run(
+        "sse_streams.py", "--streams", "3", "--runs", "1", "--requests", "3", "--rounds", "1",
+        "--settle", "0.2",
+    )  # fmt: skip
+    assert "sqlite discovery" in out and "sqlite snapshot" in out
+    if POSTGRES:
+        assert "postgres discovery" in out and "postgres snapshot" in out

@@ -1,0 +1,278 @@
+"""The full path in process: WopHost against plain LangGraph on the same 3-node graph.
+
+One cycle, on a new run / thread: create -> the run suspends at the approval gate in the middle
+node -> resolve -> the run completes; every call waits for the run to be at rest.
+
+* ``WopHost[sqlite]`` / ``WopHost[postgres]``: ``host.create_run(...)`` then
+  ``host.resolve(...)``, library calls with their default ``wait=True`` (the caller drives the
+  run; no worker threads).
+* ``LangGraph+SqliteSaver`` / ``LangGraph+PostgresSaver``: ``graph.invoke(inputs)`` to the
+  ``interrupt()`` then ``graph.invoke(Command(resume=...))``, with LangGraph's savers at their
+  defaults (``SqliteSaver(sqlite3.connect(file, check_same_thread=False))``,
+  ``PostgresSaver.from_conn_string(url)``).
+
+Both sides run the same compiled graph (prepare -> approve -> finish; ``approve`` calls
+``request_approval``, which is LangGraph's ``interrupt()`` outside the host). The four are
+measured in interleaved rounds (the starting one rotating); cycles/s is the median round and
+each ratio the median of per-round ratios. Target: WopHost >= 1.0x LangGraph on each database.
+
+``--profile`` then runs ``--profile-cycles`` WopHost cycles per database under cProfile with every
+DBAPI statement counted (SQLite: the connection's trace callback; psycopg: its cursor), and
+prints statements and transactions per cycle, the commonest statements and the top functions.
+
+    python benchmarks/full_path.py --iterations 50 --rounds 5 --profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import cProfile
+import io
+import os
+import pstats
+import re
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+from sqlalchemy import event
+from sqlalchemy.pool import Pool
+
+from _graphs import WORKFLOWS, approval_builder
+from _harness import POSTGRES_ENV, database
+from wop_langgraph.host import Principal, WopHost
+
+ALICE = Principal("acme", "alice", frozenset({"runs:create", "runs:read", "approvals:respond"}))
+PAIRS = {
+    "WopHost[sqlite] / LangGraph+SqliteSaver": ("WopHost[sqlite]", "LangGraph+SqliteSaver"),
+    "WopHost[postgres] / LangGraph+PostgresSaver": ("WopHost[postgres]", "LangGraph+PostgresSaver"),
+}
+Cycle = Callable[[], None]
+_LITERAL = re.compile(r"'[^']*'|\b\d+\b")
+
+
+def _host_cycle(host: WopHost) -> Cycle:
+    def cycle() -> None:
+        snap = host.create_run("approval", {"n": 0}, owner=ALICE)
+        if snap["status"] != "waiting-approval":
+            raise AssertionError(f"create_run ended in {snap!r}")
+        result = host.resolve(snap["runId"], "approve", {"action": "accept"}, ALICE)
+        if result["status"] != "completed":
+            raise AssertionError(f"resolve ended in {result!r}")
+
+    return cycle
+
+
+def _langgraph_cycle(graph: Any) -> Cycle:
+    def cycle() -> None:
+        config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+        out = graph.invoke({"n": 0}, config)
+        if not out.get("__interrupt__"):
+            raise AssertionError(f"no interrupt: {out!r}")
+        out = graph.invoke(Command(resume={"action": "accept"}), config)
+        if out.get("decision") != "accept" or out.get("n") != 2:
+            raise AssertionError(f"resume ended in {out!r}")
+
+    return cycle
+
+
+def _host(url: str) -> WopHost:
+    host = WopHost.from_url(url)
+    host.register("approval", WORKFLOWS["approval"])
+    return host
+
+
+@contextlib.contextmanager
+def _contenders(workdir: Path, postgres: str | None) -> Iterator[dict[str, Cycle]]:
+    with contextlib.ExitStack() as stack:
+        cycles: dict[str, Cycle] = {}
+        host = _host(f"sqlite:///{workdir / 'wop.db'}")
+        stack.callback(host.saver.close)
+        cycles["WopHost[sqlite]"] = _host_cycle(host)
+
+        connection = sqlite3.connect(workdir / "langgraph.db", check_same_thread=False)
+        stack.callback(connection.close)
+        sqlite_saver = SqliteSaver(connection)
+        sqlite_saver.setup()
+        sqlite_graph = approval_builder().compile(checkpointer=sqlite_saver)
+        cycles["LangGraph+SqliteSaver"] = _langgraph_cycle(sqlite_graph)
+
+        if postgres:
+            from langgraph.checkpoint.postgres import PostgresSaver
+
+            pg_host = _host(stack.enter_context(database("postgres", postgres)))
+            stack.callback(pg_host.saver.close)
+            cycles["WopHost[postgres]"] = _host_cycle(pg_host)
+
+            lg_url = stack.enter_context(database("postgres", postgres)).replace("+psycopg", "")
+            pg_saver = stack.enter_context(PostgresSaver.from_conn_string(lg_url))
+            pg_saver.setup()
+            graph = approval_builder().compile(checkpointer=pg_saver)
+            cycles["LangGraph+PostgresSaver"] = _langgraph_cycle(graph)
+        yield cycles
+
+
+def _rate(cycle: Cycle, iterations: int) -> float:
+    started = time.perf_counter()
+    for _ in range(iterations):
+        cycle()
+    return iterations / (time.perf_counter() - started)
+
+
+def measure(cycles: dict[str, Cycle], iterations: int, rounds: int, warmup: int) -> dict[str, Any]:
+    for cycle in cycles.values():
+        for _ in range(warmup):
+            cycle()
+    names = list(cycles)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            samples[name].append(_rate(cycles[name], iterations))
+    rates = {name: statistics.median(s) for name, s in samples.items()}
+    ratios = {
+        label: statistics.median(x / y for x, y in zip(samples[a], samples[b], strict=True))
+        for label, (a, b) in PAIRS.items()
+        if a in samples and b in samples
+    }
+    return {"rates": rates, "ratios": ratios}
+
+
+# -- profile ----------------------------------------------------------------------------------
+
+
+class StatementCounter:
+    """Counts the DBAPI statements of this process and the transactions they open.
+
+    A statement that runs while its connection is outside a transaction starts one (an
+    autocommit statement, an explicit ``BEGIN``, or the driver's implicit ``BEGIN``).
+    """
+
+    def __init__(self) -> None:
+        self.statements: collections.Counter[str] = collections.Counter()
+        self.transactions = 0
+        self.enabled = False
+
+    def note(self, sql: str, in_transaction: bool) -> None:
+        if not self.enabled:
+            return
+        self.statements[_LITERAL.sub("?", " ".join(sql.split()))[:100]] += 1
+        head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+        if not in_transaction and head not in ("COMMIT", "ROLLBACK"):
+            self.transactions += 1
+
+    def install(self) -> None:
+        counter = self
+
+        @event.listens_for(Pool, "connect")
+        def _trace(dbapi_connection: Any, _record: Any) -> None:
+            if isinstance(dbapi_connection, sqlite3.Connection):
+                conn = dbapi_connection
+                conn.set_trace_callback(lambda sql: counter.note(sql, conn.in_transaction))
+
+        try:
+            import psycopg
+        except ImportError:
+            return
+        from psycopg.pq import TransactionStatus
+
+        original_execute = psycopg.Cursor.execute
+        original_many = psycopg.Cursor.executemany
+
+        def idle(cursor: Any) -> bool:
+            return bool(cursor.connection.info.transaction_status == TransactionStatus.IDLE)
+
+        def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            counter.note(_text(query), not idle(self))
+            return original_execute(self, query, *args, **kwargs)
+
+        def executemany(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            counter.note(_text(query), not idle(self))
+            return original_many(self, query, *args, **kwargs)
+
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        psycopg.Cursor.executemany = executemany  # type: ignore[method-assign]
+
+
+def _text(query: Any) -> str:
+    if isinstance(query, bytes):
+        return query.decode()
+    return query if isinstance(query, str) else str(query)
+
+
+def profile(name: str, cycle: Cycle, cycles: int, counter: StatementCounter, top: int) -> None:
+    cycle()  # warm caches outside the counts
+    counter.statements.clear()
+    counter.transactions = 0
+    counter.enabled = True
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    for _ in range(cycles):
+        cycle()
+    profiler.disable()
+    elapsed = time.perf_counter() - started
+    counter.enabled = False
+    total = sum(counter.statements.values())
+    print(f"\nprofile: {name}, {cycles} cycles, {1000 * elapsed / cycles:.1f} ms/cycle under cProfile")
+    print(f"  statements/cycle {total / cycles:.1f}, transactions/cycle {counter.transactions / cycles:.1f}")
+    print("  commonest statements (per cycle):")
+    for sql, count in counter.statements.most_common(12):
+        print(f"    {count / cycles:5.1f}  {sql}")
+    for order in ("tottime", "cumulative"):
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(top)
+        body = out.getvalue()
+        start = body.find("   ncalls")
+        print(f"  top {top} functions by {order}:")
+        for line in body[start:].rstrip().splitlines():
+            print(f"    {line}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--iterations", type=int, default=50, help="cycles per contender per round")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median reported)")
+    parser.add_argument("--warmup", type=int, default=5, help="unmeasured cycles per contender first")
+    parser.add_argument("--postgres", default=None, help=f"PostgreSQL server URL (default ${POSTGRES_ENV})")
+    parser.add_argument("--profile", action="store_true", help="profile the WopHost cycles afterwards")
+    parser.add_argument("--profile-cycles", type=int, default=50)
+    parser.add_argument("--top", type=int, default=20, help="functions listed per profile ordering")
+    args = parser.parse_args(argv)
+    postgres = args.postgres or os.environ.get(POSTGRES_ENV)
+    if not postgres:
+        print(f"PostgreSQL skipped: pass --postgres or set {POSTGRES_ENV}", file=sys.stderr)
+    counter = StatementCounter()
+    if args.profile:
+        counter.install()
+    with tempfile.TemporaryDirectory(prefix="wop-bench-") as tmp, _contenders(Path(tmp), postgres) as cycles:
+        report = measure(cycles, args.iterations, args.rounds, args.warmup)
+        print(
+            f"full path (create -> suspend -> resolve -> complete), cycles/s: median of "
+            f"{args.rounds} interleaved rounds of {args.iterations} cycles"
+        )
+        for name, rate in report["rates"].items():
+            print(f"  {name:28s} {rate:8.1f}")
+        for label, ratio in report["ratios"].items():
+            verdict = "meets" if ratio >= 1.0 else "BELOW"
+            print(f"  {label:45s} {ratio:5.2f}x  ({verdict} the 1.0x target)")
+        if args.profile:
+            for name in ("WopHost[sqlite]", "WopHost[postgres]"):
+                if name in cycles:
+                    profile(name, cycles[name], args.profile_cycles, counter, args.top)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
