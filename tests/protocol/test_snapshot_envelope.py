@@ -122,9 +122,22 @@ def _all_errors(cls: type[WopError]) -> list[type[WopError]]:
     return [cls, *(s for sub in cls.__subclasses__() for s in _all_errors(sub))]
 
 
-@pytest.mark.parametrize(
-    "cls", [c for c in _all_errors(WopError) if c is not ApprovalRejected], ids=lambda c: c.__name__
-)
+def _envelope_errors() -> list[type[WopError]]:
+    """The package's errors that can reach an HTTP envelope.
+
+    Not: classes defined by tests, ``ApprovalRejected`` (an event error only), and the node-level
+    errors of ``wop_langgraph.definitions`` (raised inside nodes, recorded on ``node.failed``).
+    """
+    return [
+        c
+        for c in _all_errors(WopError)
+        if c is not ApprovalRejected
+        and c.__module__.startswith("wop_langgraph.")
+        and not c.__module__.startswith("wop_langgraph.definitions.")
+    ]
+
+
+@pytest.mark.parametrize("cls", _envelope_errors(), ids=lambda c: c.__name__)
 def test_every_envelope_error_passes_the_official_envelope(cls: type[WopError]) -> None:
     details = {"supported": ["updates", "debug"]} if cls is UnsupportedStreamMode else {"correlationId": "c1"}
     error = cls("something went wrong", details=details)

@@ -81,8 +81,9 @@ def _questions(state: State) -> State:
 
 
 def _raw(state: State) -> State:
-    # A plain LangGraph interrupt(), as graph code written without this library asks.
-    return {"answer": interrupt("Ship it? Answer <b>yes</b> or no.")}
+    # A plain LangGraph interrupt() with a value of the graph's own shape (not a question: a bare
+    # string or {question, options} would become a clarification), so it stays a custom interrupt.
+    return {"answer": interrupt({"draft": "v1", "note": "Ship it? Answer <b>yes</b> or no."})}
 
 
 def _one_node(node: Any) -> Any:

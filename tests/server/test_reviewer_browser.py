@@ -281,7 +281,7 @@ def test_reject_names_the_decision(base_url: str, page: Page, shoot: Any) -> Non
 
 def test_a_vote_toward_a_quorum_says_it_was_counted(base_url: str, page: Page, shoot: Any) -> None:
     run_id = start(base_url, "quorum-review")
-    page.goto(link(base_url, run_id))
+    page.goto(link(base_url, run_id, approver="alice"))  # a gate that counts votes: a personal link
     assert "0 of 2 needed" in page.inner_text(".meta")
     action_form(page, "accept").locator("button").click()
     assert page.inner_text(".outcome") == "Your vote: Accepted"
@@ -343,7 +343,7 @@ def test_clarification_inputs_follow_each_schema(base_url: str, page: Page, shoo
 def test_raw_interrupt_takes_plain_text(base_url: str, page: Page, shoot: Any) -> None:
     run_id = start(base_url, "raw")
     page.goto(link(base_url, run_id))
-    assert page.inner_text(".text") == "Ship it? Answer <b>yes</b> or no."
+    assert '"note": "Ship it? Answer <b>yes</b> or no."' in page.inner_text("pre.code")  # shown, escaped
     assert page.is_checked("input[name='value.as'][value=text]")
     shoot(page, "13-raw-interrupt")
     page.fill("textarea[name=value]", "yes")
