@@ -42,7 +42,7 @@ from wop_langgraph.nodes._context import (
 from wop_langgraph.nodes._suspend import Delivery
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
-from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events
+from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once, append_events
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
     interrupts_of_run,
@@ -365,10 +365,8 @@ class GraphDriver:
     def _append_once_in(self, conn: Connection, event: NewEvent, task_id: str) -> None:
         """:meth:`_append_once` inside the caller's transaction."""
         stable = _stable_event_id(self.run_id, task_id, event.type)
-        seen = conn.execute(select(events_table.c.sequence).where(events_table.c.event_id == stable)).first()
-        if seen is None:
-            event = NewEvent(event.type, event.payload, node_id=event.node_id, event_id=stable)
-            append_events(conn, self.run_id, [event], now=self.clock())
+        event = NewEvent(event.type, event.payload, node_id=event.node_id, event_id=stable)
+        append_event_once(conn, self.run_id, event, now=self.clock())
 
     # -- settling ---------------------------------------------------------------------------
 

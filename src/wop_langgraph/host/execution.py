@@ -24,7 +24,7 @@ from sqlalchemy import Engine, select, update
 from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.nodes._context import RunContext
-from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events
+from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
 from wop_langgraph.store.run_queue import (
     Claim,
     any_claimable,
@@ -34,10 +34,10 @@ from wop_langgraph.store.run_queue import (
     release,
     renew,
 )
-from wop_langgraph.store.run_tables import events_table, runs_table
+from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import get_run
 
-__all__ = ["DEFAULT_LEASE_SECONDS", "Executor", "RunOptions"]
+__all__ = ["DEFAULT_LEASE_SECONDS", "Executor", "RunOptions", "run_option"]
 
 #: How long a lease lasts without renewal: how soon another worker takes over a dead one's run.
 DEFAULT_LEASE_SECONDS = 15.0
@@ -198,7 +198,7 @@ class Executor:
 
     def _driver(self, row: Any, claim: Claim, signal: DriveSignal) -> GraphDriver:
         registered = self.registry.get(row.workflow_id)
-        threshold = _run_option(row.configurable, "escalationThreshold")
+        threshold = run_option(row.configurable, "escalationThreshold")
         context = RunContext(
             run_id=row.run_id,
             escalation_threshold=(
@@ -216,7 +216,7 @@ class Executor:
             context=context,
             clock=self.clock,
             claim=claim,
-            recursion_limit=_run_option(row.configurable, "recursionLimit"),
+            recursion_limit=run_option(row.configurable, "recursionLimit"),
             is_async=registered.is_async,
             signal=signal,
         )
@@ -225,16 +225,12 @@ class Executor:
         self, run_id: str, event_type: str, node_id: str, payload: dict[str, Any], event_id: str
     ) -> None:
         """Append a node-level event unless an event with ``event_id`` exists (a replay)."""
-        with self.engine.begin() as conn:
-            seen = conn.execute(
-                select(events_table.c.sequence).where(events_table.c.event_id == event_id)
-            ).first()
-            if seen is None:
-                event = NewEvent(event_type, payload, node_id=node_id, event_id=event_id)
-                try:
-                    append_events(conn, run_id, [event], now=self.clock())
-                except RunLogClosed:
-                    return
+        event = NewEvent(event_type, payload, node_id=node_id, event_id=event_id)
+        try:
+            with self.engine.begin() as conn:
+                append_event_once(conn, run_id, event, now=self.clock())
+        except RunLogClosed:
+            return  # the run ended meanwhile: nothing is appended after its terminal event
 
     def _release(self, claim: Claim) -> None:
         with self.engine.begin() as conn:
@@ -277,7 +273,8 @@ def _process_alive(owner: str) -> bool:
     return True
 
 
-def _run_option(configurable: Any, name: str) -> Any:
+def run_option(configurable: Any, name: str) -> Any:
+    """``configurable.run.<name>`` of a run, or ``None``."""
     if not isinstance(configurable, Mapping):
         return None
     section = configurable.get("run")

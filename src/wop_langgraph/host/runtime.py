@@ -20,13 +20,14 @@ from sqlalchemy import Engine, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.host.driver import jsonable
-from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, RunOptions
+from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, RunOptions, run_option
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.host.worker import WorkerPool
+from wop_langgraph.nodes._context import DEFAULT_ESCALATION_THRESHOLD
 from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_ESCALATION_THRESHOLD", "WopHost"]
 
-DEFAULT_ESCALATION_THRESHOLD = 0.7
 EVENT_LOG_SCHEMA_VERSION = 3
 
 
@@ -426,7 +426,7 @@ class WopHost:
 
     def _check_configurable(self, configurable: dict[str, Any]) -> None:
         validate_against_schema(configurable, configurable_schema(), what="configurable")
-        threshold = _run_option(configurable, "escalationThreshold")
+        threshold = run_option(configurable, "escalationThreshold")
         if threshold is not None and threshold > 100:
             raise ValidationError(
                 "configurable.run.escalationThreshold is a percentage from 0 to 100",
@@ -465,10 +465,3 @@ def _snapshot_of(row: Any) -> dict[str, Any]:
     if row.completed_at is not None:
         snap["completedAt"] = iso_z(row.completed_at)
     return snap
-
-
-def _run_option(configurable: Any, name: str) -> Any:
-    if not isinstance(configurable, dict):
-        return None
-    section = configurable.get("run")
-    return section.get(name) if isinstance(section, dict) else None

@@ -22,7 +22,15 @@ from wop_langgraph._clock import iso_z
 from wop_langgraph.store.appended import APPENDED_KEY, EVENTS_CHANNEL
 from wop_langgraph.store.run_tables import event_counters_table, events_table
 
-__all__ = ["NewEvent", "RunLogClosed", "StoredEvent", "append_events", "last_sequence", "read_events"]
+__all__ = [
+    "NewEvent",
+    "RunLogClosed",
+    "StoredEvent",
+    "append_event_once",
+    "append_events",
+    "last_sequence",
+    "read_events",
+]
 
 _events = events_table
 _counters = event_counters_table
@@ -129,6 +137,18 @@ def append_events(
     return stored
 
 
+def append_event_once(conn: Connection, run_id: str, event: NewEvent, *, now: datetime) -> bool:
+    """Append ``event`` unless the log already holds its ``event_id`` (a replayed execution).
+
+    Returns whether it was appended. Raises :class:`RunLogClosed` like :func:`append_events`.
+    """
+    seen = conn.execute(select(_events.c.sequence).where(_events.c.event_id == event.event_id)).first()
+    if seen is not None:
+        return False
+    append_events(conn, run_id, [event], now=now)
+    return True
+
+
 def read_events(
     conn: Connection,
     run_id: str,
@@ -176,8 +196,11 @@ def last_sequence(conn: Connection, run_id: str) -> int:
 
 
 def _announce(conn: Connection, run_id: str) -> None:
-    """Have this transaction's commit wake the run's readers (see :mod:`.appended`)."""
-    conn.info.setdefault(APPENDED_KEY, set()).add(run_id)
+    """Have this transaction's commit wake the run's readers (see :mod:`.appended`), once per run."""
+    announced = conn.info.setdefault(APPENDED_KEY, set())
+    if run_id in announced:
+        return  # this transaction already notifies for the run
+    announced.add(run_id)
     if conn.dialect.name == "postgresql":
         conn.execute(_NOTIFY, {"channel": EVENTS_CHANNEL, "run": run_id})
 
