@@ -14,10 +14,10 @@ server (``429 rate_limited``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -33,7 +33,7 @@ from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.paths import run_id_from_path
 from wop_langgraph.server.state import ServerState, server_state
 from wop_langgraph.server.stream_modes import TERMINAL_EVENT_TYPES, EventFilter, event_filter
-from wop_langgraph.store.appended import signals_for
+from wop_langgraph.store.appended import RunWatch, signals_for
 from wop_langgraph.store.run_tables import events_table
 
 __all__ = ["FALLBACK_SECONDS", "KEEP_ALIVE_SECONDS", "router"]
@@ -44,8 +44,6 @@ Reader = Annotated[Principal, Depends(require_scopes("runs:read"))]
 KEEP_ALIVE_SECONDS = 15.0
 #: Re-check interval where no wake-up can cross processes (SQLite with separate workers).
 FALLBACK_SECONDS = 1.0
-#: A wake-up can precede the visibility of its commit by a moment: one re-read after this.
-_SETTLE_SECONDS = 0.05
 
 
 @router.get("/runs/{runId}/events/poll")
@@ -63,8 +61,9 @@ async def poll_events(
     host = state.host
     deadline = time.monotonic() + timeout
     after, page = afterSequence, state.settings.events_page_size
-    with state.streams.hold(_caller(principal)):
+    with state.streams.hold(_caller(principal)), _watch(state, run_id) as appended:
         while True:
+            appended.arm()
             batch, status, last = await run_in_threadpool(_read, host, run_id, after, page)
             events = [e for e in batch if keep(e)]
             after = batch[-1]["sequence"] if batch else after  # a page the filter emptied is passed over
@@ -78,7 +77,7 @@ async def poll_events(
                     "status": status,
                     "isTerminal": terminal,
                 }
-            await _wait_for_append(state, run_id, remaining)
+            await _wait_for_append(state, appended, remaining)
 
 
 @router.get("/runs/{runId}/events")
@@ -119,11 +118,12 @@ def _cursor(last_event_id: str | None) -> int:
 async def _frames(
     request: Request, state: ServerState, caller: str, run_id: str, after: int, keep: EventFilter
 ) -> AsyncIterator[str]:
-    with state.streams.hold(caller):
+    with state.streams.hold(caller), _watch(state, run_id) as appended:
         last_sent = time.monotonic()
         yield "retry: 1000\n\n"
         while True:
             page = state.settings.events_page_size
+            appended.arm()
             batch, status, _ = await run_in_threadpool(_read, state.host, run_id, after, page)
             for event in batch:
                 after = event["sequence"]
@@ -142,16 +142,19 @@ async def _frames(
                 yield ": keep-alive\n\n"
                 last_sent = time.monotonic()
                 continue
-            await _wait_for_append(state, run_id, quiet)
+            await _wait_for_append(state, appended, quiet)
 
 
-async def _wait_for_append(state: ServerState, run_id: str, timeout: float) -> None:
-    """Wait for an append to ``run_id`` (bounded by ``timeout``), without touching the database."""
-    signals = signals_for(state.host.engine)
-    if not signals.cross_process and state.settings.workers == 0:
+def _watch(state: ServerState, run_id: str) -> AbstractContextManager[RunWatch]:
+    """Wake-ups for appends to ``run_id``; arm it before each read so none is missed."""
+    return signals_for(state.host.engine).watch(run_id)
+
+
+async def _wait_for_append(state: ServerState, appended: RunWatch, timeout: float) -> None:
+    """Wait for an append since the last read (bounded by ``timeout``), without touching the database."""
+    if not signals_for(state.host.engine).cross_process and state.settings.workers == 0:
         timeout = min(timeout, FALLBACK_SECONDS)  # other processes append here unannounced
-    if await signals.wait_async(run_id, timeout):
-        await asyncio.sleep(_SETTLE_SECONDS)  # let the commit that woke us become visible
+    await appended.wait(timeout)
 
 
 def _caller(principal: Principal) -> str:

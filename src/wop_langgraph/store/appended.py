@@ -2,15 +2,16 @@
 
 Readers (SSE streams, long polls) wait here instead of polling the database, so an idle
 stream costs no queries. In one process the signal comes from the engine itself: every
-transaction that appended events remembers the runs it touched, and its commit wakes their
-waiters. Across processes on PostgreSQL, :func:`~wop_langgraph.store.events.append_events`
-also sends ``NOTIFY`` on :data:`EVENTS_CHANNEL`; a listener (see :class:`AppendSignals`)
-turns those into the same wake-ups. On SQLite shared by several processes, readers fall back
-to a slow re-check (``fallback_seconds``).
+transaction that appended events remembers the runs it touched, and once its commit is done
+(the connection goes back to the pool, or begins its next transaction) their waiters wake.
+Across processes on PostgreSQL, :func:`~wop_langgraph.store.events.append_events` also sends
+``NOTIFY`` on :data:`EVENTS_CHANNEL`, which the database delivers after the commit; a
+listener (see :class:`AppendSignals`) turns those into the same wake-ups. On SQLite shared by
+several processes, readers fall back to a slow re-check.
 
-A wake-up may come a moment before the commit is visible to a new read (the engine's commit
-hook runs just before the database commits): readers re-read once after a short pause when a
-wake-up found nothing, see :meth:`AppendSignals.wait_async`.
+No wake-up is lost between a reader's read and its wait: a reader holds a :class:`RunWatch`
+for as long as it reads, and arms it *before* each read, so a commit that the read missed
+has already set it (see :meth:`AppendSignals.watch`).
 """
 
 from __future__ import annotations
@@ -19,16 +20,20 @@ import asyncio
 import logging
 import threading
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from sqlalchemy import Engine, event
 
-__all__ = ["APPENDED_KEY", "EVENTS_CHANNEL", "AppendSignals", "signals_for"]
+__all__ = ["APPENDED_KEY", "EVENTS_CHANNEL", "AppendSignals", "RunWatch", "signals_for"]
 
 #: PostgreSQL notification channel: payload is the run id.
 EVENTS_CHANNEL = "wop_events"
 #: ``Connection.info`` key holding the runs the current transaction appended to.
 APPENDED_KEY = "wop_appended_runs"
+#: ``Connection.info`` key holding the runs of a commit under way, woken once it is done.
+_COMMITTED_KEY = "wop_committed_runs"
 
 _log = logging.getLogger("wop_langgraph.events")
 _registry: dict[int, AppendSignals] = {}
@@ -45,17 +50,45 @@ def signals_for(engine: Engine) -> AppendSignals:
         return signals
 
 
+class RunWatch:
+    """One reader's interest in one run: set by every append committed after :meth:`arm`."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._flag = asyncio.Event()
+
+    def arm(self) -> None:
+        """Forget earlier wake-ups: call it just before reading the log."""
+        self._flag.clear()
+
+    async def wait(self, timeout: float) -> bool:
+        """Whether an append committed since :meth:`arm` (at once if one did), else False at ``timeout``."""
+        try:
+            await asyncio.wait_for(self._flag.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def _wake(self) -> None:
+        with suppress(RuntimeError):  # the reader's loop may have closed
+            self._loop.call_soon_threadsafe(self._flag.set)
+
+
 class AppendSignals:
     """Per-run wake-ups for one engine's event log."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._guard = threading.Lock()
-        self._waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = defaultdict(set)
+        self._watches: dict[str, set[RunWatch]] = defaultdict(set)
         self._listener: threading.Thread | None = None
         self._stop = threading.Event()
         event.listen(engine, "commit", self._on_commit)
         event.listen(engine, "rollback", self._on_rollback)
+        # The commit hook runs before the database commits; wake readers only once it is done:
+        # when the connection next begins a transaction or goes back to the pool.
+        event.listen(engine, "begin", self._on_begin)
+        event.listen(engine, "checkin", self._on_checkin)
 
     @property
     def cross_process(self) -> bool:
@@ -63,34 +96,31 @@ class AppendSignals:
         return self.engine.dialect.name == "postgresql"
 
     def bump(self, run_id: str) -> None:
-        """Wake every reader waiting on ``run_id``."""
+        """Wake every reader watching ``run_id``."""
         with self._guard:
-            waiters = list(self._waiters.get(run_id, ()))
-        for loop, flag in waiters:
-            try:
-                loop.call_soon_threadsafe(flag.set)
-            except RuntimeError:  # that reader's loop has closed
-                continue
+            watches = list(self._watches.get(run_id, ()))
+        for watch in watches:
+            watch._wake()
 
-    async def wait_async(self, run_id: str, timeout: float) -> bool:
-        """Wait until something is appended to ``run_id`` (True) or ``timeout`` passes (False)."""
+    @contextmanager
+    def watch(self, run_id: str) -> Iterator[RunWatch]:
+        """Watch ``run_id`` for the block: arm, read, and wait if the read found nothing.
+
+        Must be entered on the reader's event loop.
+        """
         self.ensure_listening()
-        flag = asyncio.Event()
-        waiter = (asyncio.get_running_loop(), flag)
+        watch = RunWatch(asyncio.get_running_loop())
         with self._guard:
-            self._waiters[run_id].add(waiter)
+            self._watches[run_id].add(watch)
         try:
-            await asyncio.wait_for(flag.wait(), timeout)
-            return True
-        except TimeoutError:
-            return False
+            yield watch
         finally:
             with self._guard:
-                waiting = self._waiters.get(run_id)
-                if waiting is not None:
-                    waiting.discard(waiter)
-                    if not waiting:
-                        del self._waiters[run_id]
+                watching = self._watches.get(run_id)
+                if watching is not None:
+                    watching.discard(watch)
+                    if not watching:
+                        del self._watches[run_id]
 
     def ensure_listening(self) -> None:
         """On PostgreSQL, start the one listener thread of this engine (idempotent)."""
@@ -108,11 +138,22 @@ class AppendSignals:
 
     def _on_commit(self, conn: Any) -> None:
         runs = conn.info.pop(APPENDED_KEY, None)
-        for run_id in runs or ():
-            self.bump(run_id)
+        if runs:
+            conn.info.setdefault(_COMMITTED_KEY, set()).update(runs)
 
     def _on_rollback(self, conn: Any) -> None:
         conn.info.pop(APPENDED_KEY, None)
+
+    def _on_begin(self, conn: Any) -> None:
+        self._wake_committed(conn.info)
+
+    def _on_checkin(self, dbapi_connection: Any, record: Any) -> None:
+        if record is not None:
+            self._wake_committed(record.info)
+
+    def _wake_committed(self, info: dict[str, Any]) -> None:
+        for run_id in info.pop(_COMMITTED_KEY, None) or ():
+            self.bump(run_id)
 
     def _listen(self) -> None:
         while not self._stop.is_set():
