@@ -2,7 +2,7 @@
 
 An :class:`Executor` is what a worker (or a caller that asked to wait) uses to drive a run it
 has claimed from the queue (:mod:`wop_langgraph.store.run_queue`). It keeps the leases this
-process holds alive with one renewal statement for all of them, and stops the drives of runs
+process holds alive with one renewal statement for all of them (by run id), and stops the drives of runs
 that were cancelled, here or in another process. Exactly-once never depends on it: the
 interrupt claim and the strict resume hold even if two drives of one run ever overlapped.
 """
@@ -24,6 +24,7 @@ from sqlalchemy import Engine, select, update
 from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.nodes._context import RunContext
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
 from wop_langgraph.store.run_queue import (
     Claim,
@@ -31,6 +32,7 @@ from wop_langgraph.store.run_queue import (
     cancelled_leases,
     claim_next,
     claim_run,
+    queued,
     release,
     renew,
 )
@@ -80,13 +82,19 @@ class Executor:
 
     # -- claiming ----------------------------------------------------------------------------
 
+    def has_claimable(self) -> bool:
+        """Whether a queued run of a registered workflow is free to claim: one indexed read.
+
+        It takes no write lock (SQLite) and no row lock, so idle pollers cost next to nothing.
+        """
+        with reading(self.engine) as conn:
+            return any_claimable(conn, workflow_ids=self.registry.workflow_ids(), now=self.clock())
+
     def claim_next(self) -> Claim | None:
         """Lease the longest-waiting queued run of a registered workflow, if any."""
+        if not self.has_claimable():
+            return None
         workflow_ids = self.registry.workflow_ids()
-        with self.engine.connect() as conn:
-            # A read first: an idle worker's poll takes no write lock (SQLite) and no row lock.
-            if not any_claimable(conn, workflow_ids=workflow_ids, now=self.clock()):
-                return None
         with self.engine.begin() as conn:
             return claim_next(
                 conn, owner=self.owner, workflow_ids=workflow_ids, now=self.clock(), lease=self.lease
@@ -134,7 +142,7 @@ class Executor:
             if claim is not None:
                 self.drive(claim)
                 continue
-            with self.engine.connect() as conn:
+            with reading(self.engine) as conn:
                 row = conn.execute(
                     select(runs_table.c.queued_at, runs_table.c.workflow_id).where(
                         runs_table.c.run_id == run_id
@@ -155,15 +163,17 @@ class Executor:
 
         An owner id names its host and process; a lease whose process on this machine is gone
         can be taken over now (a restart after a crash). Leases of other machines, and of live
-        processes, are left to expire. Returns how many owners were reaped.
+        processes, are left to expire. Only queued runs are looked at (a lease matters only
+        while its run is queued), so the read goes through the queue's index, not every run.
+        Returns how many owners were reaped.
         """
         prefix = self.owner.rsplit(":", 2)[0] + ":"
-        with self.engine.connect() as conn:
+        with reading(self.engine) as conn:
             owners = [
                 str(o)
                 for (o,) in conn.execute(
                     select(runs_table.c.lease_owner)
-                    .where(runs_table.c.lease_owner.like(prefix + "%"))
+                    .where(queued(), runs_table.c.lease_owner.like(prefix + "%"))
                     .distinct()
                 )
             ]
@@ -249,12 +259,13 @@ class Executor:
         interval = self.lease.total_seconds() / 3
         while not self._closing.wait(min(interval, 1.0)):
             with self._guard:
-                if not self._active:
-                    continue
+                active = list(self._active)
+            if not active:
+                continue
             try:
                 with self.engine.begin() as conn:
-                    renew(conn, self.owner, until=self.clock() + self.lease)
-                    cancelled = cancelled_leases(conn, self.owner)
+                    renew(conn, self.owner, active, until=self.clock() + self.lease)
+                    cancelled = cancelled_leases(conn, self.owner, active)
             except Exception:  # the database is briefly away: try again next round
                 continue
             for run_id in cancelled:

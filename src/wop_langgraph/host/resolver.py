@@ -37,6 +37,7 @@ from wop_langgraph.protocol.errors import (
 )
 from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally
 from wop_langgraph.store import idempotency
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, append_events
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
@@ -161,7 +162,7 @@ class Resolver:
     ) -> dict[str, Any]:
         if tenant_of(run_id) != principal.tenant:
             raise IdTenantMismatch("the run id names another tenant than the caller's")
-        with self._s.engine.connect() as conn:
+        with reading(self._s.engine) as conn:
             row = get_run(conn, run_id)
         if row is None:
             raise NotFound(f"no run {run_id!r}")
@@ -200,7 +201,7 @@ class Resolver:
         return {"runId": run_id, "nodeId": node_id, "status": status or row.status}
 
     def _target(self, run_id: str, node_id: str, key: str | None) -> InterruptRecord:
-        with self._s.engine.connect() as conn:
+        with reading(self._s.engine) as conn:
             rows = interrupts_of_run(conn, run_id, node_id=node_id)
         if key is not None:
             rows = [r for r in rows if r.key == key]
@@ -263,7 +264,7 @@ class Resolver:
 
     def sweep(self, now: datetime) -> int:
         """Time out expired pending interrupts (see ``WopHost.sweep``); returns how many."""
-        with self._s.engine.connect() as conn:
+        with reading(self._s.engine) as conn:
             expired = expired_pending(conn, now, limit=1000)
         timed_out = 0
         for record in expired:

@@ -33,6 +33,7 @@ from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.store.appended import signals_for
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
 from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
 from wop_langgraph.store.run_queue import CANCEL_CHANNEL, enqueue, notify, unqueued_stragglers
@@ -240,17 +241,17 @@ class WopHost:
     def events(self, run_id: str, *, after: int = -1, limit: int | None = None) -> list[dict[str, Any]]:
         """The run's events with ``sequence > after``, as ``RunEventDoc`` dicts, in order."""
         self._run_row(run_id)
-        with self.engine.connect() as conn:
+        with reading(self.engine) as conn:
             return [e.to_wire() for e in read_events(conn, run_id, after=after, limit=limit)]
 
     def pending_interrupts(self, run_id: str) -> list[InterruptRecord]:
         """The run's interrupts still waiting for a resolution, oldest first."""
-        with self.engine.connect() as conn:
+        with reading(self.engine) as conn:
             return interrupts_of_run(conn, run_id, statuses=["pending"])
 
     def interrupts(self, run_id: str) -> list[InterruptRecord]:
         """Every interrupt of the run, oldest first."""
-        with self.engine.connect() as conn:
+        with reading(self.engine) as conn:
             return interrupts_of_run(conn, run_id)
 
     def cancel(
@@ -434,7 +435,7 @@ class WopHost:
             )
 
     def _run_row(self, run_id: str) -> Any:
-        with self.engine.connect() as conn:
+        with reading(self.engine) as conn:
             row = get_run(conn, run_id)
         if row is None:
             raise NotFound(f"no run {run_id!r}")

@@ -1,9 +1,11 @@
 """Workers: threads that take queued runs and drive them, woken by enqueues or a slow poll.
 
 In one process, an enqueue by the same host wakes a worker at once. Across processes on
-PostgreSQL a listener thread waits on ``LISTEN`` for the queue's notifications; every worker
-also polls every ``poll_seconds`` (a missed notification, SQLite, a lease that ran out), and
-the pool runs the timeout sweep every ``sweep_seconds``.
+PostgreSQL a listener thread waits on ``LISTEN`` for the queue's notifications. For what no
+wake-up announces (a missed notification, another process on SQLite, a lease that ran out)
+ONE poller per pool looks every ``poll_seconds`` with a single indexed read and wakes the idle
+workers only when a run is claimable: an idle process costs one read per interval, however
+many workers it has. The pool also runs the timeout sweep every ``sweep_seconds``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ _log = logging.getLogger("wop_langgraph.worker")
 
 
 class WorkerPool:
-    """``concurrency`` worker threads over one :class:`Executor`."""
+    """``concurrency`` worker threads over one :class:`Executor`.
+
+    Args:
+        poll_seconds: how often the pool's one poller looks for claimable runs that no wake-up
+            announced (0: never; then only enqueues here and notifications wake the workers).
+        sweep: the timeout sweep, run every ``sweep_seconds`` (0: never).
+    """
 
     def __init__(
         self,
@@ -44,18 +52,19 @@ class WorkerPool:
         self._sweep_seconds = sweep_seconds
         self._wake = threading.Condition()
         self._signals = 0
+        self._idle = 0  # workers waiting for a signal
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
-        """Start the workers (and, on PostgreSQL, the notification listener)."""
+        """Start the workers, the poller (and, on PostgreSQL, the notification listener)."""
         if self._threads:
             return
         self._stop.clear()
         for index in range(self.concurrency):
-            thread = threading.Thread(target=self._work, name=f"wop-worker-{index}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._spawn(self._work, f"wop-worker-{index}")
+        if self.poll_seconds > 0:
+            self._spawn(self._poll, "wop-poll")
         if self._sweep is not None and self._sweep_seconds > 0:
             self._spawn(self._sweep_loop, "wop-sweep")
         if self.executor.engine.dialect.name == "postgresql":
@@ -70,9 +79,10 @@ class WorkerPool:
         self._threads = []
 
     def wake(self, *, all_workers: bool = False) -> None:
-        """A run was queued: let a worker (or every worker) look now."""
+        """A run was queued: let an idle worker (or every worker) look now."""
         with self._wake:
-            self._signals += 1
+            # A signal is one claim attempt; more than one per worker would only be wasted reads.
+            self._signals = min(self._signals + (self.concurrency if all_workers else 1), self.concurrency)
             if all_workers:
                 self._wake.notify_all()
             else:
@@ -90,6 +100,7 @@ class WorkerPool:
             except Exception:
                 _log.exception("claiming a queued run failed; retrying")
                 claim = None
+                self._stop.wait(self.poll_seconds or 1.0)  # the database is away: do not spin
             if claim is not None:
                 try:
                     self.executor.drive(claim)
@@ -97,11 +108,30 @@ class WorkerPool:
                     _log.exception("driving run %s failed; another worker will retry it", claim.run_id)
                 continue
             with self._wake:
-                if self._signals:
-                    self._signals -= 1
-                    continue
-                # Jitter keeps idle workers of many processes from polling in step.
-                self._wake.wait(self.poll_seconds * random.uniform(0.8, 1.2))
+                self._idle += 1
+                try:
+                    # No timeout: the poller, an enqueue here or a notification wakes us.
+                    while not self._signals and not self._stop.is_set():
+                        self._wake.wait()
+                    if self._signals:
+                        self._signals -= 1
+                finally:
+                    self._idle -= 1
+
+    def _poll(self) -> None:
+        """The slow fallback: wake the idle workers when a run is claimable that no one announced."""
+        # Jitter keeps the pollers of many processes from polling in step.
+        while not self._stop.wait(self.poll_seconds * random.uniform(0.8, 1.2)):
+            with self._wake:
+                if not self._idle:
+                    continue  # every worker is busy and looks again when its drive ends
+            try:
+                found = self.executor.has_claimable()
+            except Exception:
+                _log.warning("polling the run queue failed; retrying", exc_info=True)
+                continue
+            if found:
+                self.wake(all_workers=True)
 
     def _sweep_loop(self) -> None:
         assert self._sweep is not None

@@ -30,6 +30,7 @@ __all__ = [
     "is_sqlite",
     "make_engine",
     "normalize_url",
+    "reading",
     "write_lock",
 ]
 
@@ -162,6 +163,16 @@ def _on_sqlite_begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN")
     else:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def reading(engine: Engine) -> Connection:
+    """A connection for reads only (use it as a context manager).
+
+    On SQLite its transaction begins ``DEFERRED``: a read neither takes the write lock nor waits
+    in the busy handler behind a writer of another process (WAL gives it a snapshot). Elsewhere
+    it is an ordinary connection.
+    """
+    return engine.connect().execution_options(**{READ_ONLY: True})
 
 
 _write_locks: dict[str, threading.Lock] = {}
