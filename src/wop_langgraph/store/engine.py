@@ -4,8 +4,10 @@ SQLite gets WAL (readers never wait for the writer), a busy timeout (a second wr
 instead of failing with "database is locked"), foreign keys, and ``BEGIN IMMEDIATE`` for
 write transactions so that two writers never both read and then collide on upgrade to a
 write lock; :func:`write_lock` lets the threads of one process queue for that lock without
-SQLite's sleeping busy handler. PostgreSQL goes through psycopg 3 with a pooled connection,
-pinged before use (every time, or once it sat idle: ``ping_after_idle``).
+SQLite's sleeping busy handler, and every write transaction begun through the engine takes it
+(held from ``BEGIN IMMEDIATE`` until the connection goes back to the pool). PostgreSQL goes
+through psycopg 3 with a pooled connection, pinged before use (every time, or once it sat
+idle: ``ping_after_idle``).
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ def configure_sqlite(engine: Engine) -> None:
         return
     event.listen(engine, "connect", _on_sqlite_connect)
     event.listen(engine, "begin", _on_sqlite_begin)
+    event.listen(engine, "checkin", _release_write_lock)
+    event.listen(engine, "invalidate", _release_write_lock)
 
 
 def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
@@ -159,10 +163,22 @@ def _enable_wal(cursor: sqlite3.Cursor) -> None:
 
 
 def _on_sqlite_begin(conn: Connection) -> None:
-    if conn.get_execution_options().get(READ_ONLY):
-        conn.exec_driver_sql("BEGIN")
-    else:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    read_only = bool(conn.get_execution_options().get(READ_ONLY))
+    if (not read_only or is_memory_sqlite(conn.engine)) and _HELD_LOCK not in conn.info:
+        # Queue on the process's lock rather than in SQLite's busy handler, which sleeps
+        # 1-100 ms per try: 32 resolves and 4 workers colliding lost hundreds of ms to it.
+        # Past the busy timeout, go on without it and let SQLite decide as before.
+        lock = _lock_of(conn.engine)
+        if lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
+            conn.info[_HELD_LOCK] = lock
+    conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+def _release_write_lock(_dbapi_connection: Any, record: Any, *_: Any) -> None:
+    # The commit (or rollback) is done once the connection is back in the pool.
+    lock = record.info.pop(_HELD_LOCK, None)
+    if lock is not None:
+        lock.release()
 
 
 def reading(engine: Engine) -> Connection:
@@ -175,7 +191,48 @@ def reading(engine: Engine) -> Connection:
     return engine.connect().execution_options(**{READ_ONLY: True})
 
 
-_write_locks: dict[str, threading.Lock] = {}
+class WriteLock:
+    """A SQLite file's process-wide writer lock.
+
+    Re-entrant for the thread that holds it (the saver takes it around a transaction that
+    then begins through the engine, which takes it again), and released by whoever returns the
+    connection (a connection the garbage collector checks in, on another thread).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+
+    def acquire(self, timeout: float = -1) -> bool:
+        """Take the lock (again, when this thread holds it); ``False`` after ``timeout`` seconds."""
+        me = threading.get_ident()
+        if self._owner == me:
+            self._depth += 1
+            return True
+        if not self._lock.acquire(timeout=timeout):
+            return False
+        self._owner, self._depth = me, 1
+        return True
+
+    def release(self) -> None:
+        """Undo one :meth:`acquire`."""
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+            self._lock.release()
+
+    def __enter__(self) -> WriteLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
+#: Key in a pooled connection's ``info``: the write lock its open transaction holds.
+_HELD_LOCK = "wop_write_lock"
+_write_locks: dict[str, WriteLock] = {}
 _write_locks_guard = threading.Lock()
 
 
@@ -191,6 +248,10 @@ def write_lock(engine: Engine) -> AbstractContextManager[Any]:
     """
     if not is_sqlite(engine):
         return nullcontext()
+    return _lock_of(engine)
+
+
+def _lock_of(engine: Engine) -> WriteLock:
     database = engine.url.database or ""
     key = f"memory:{id(engine.pool)}" if database in ("", ":memory:") else os.path.abspath(database)
     lock = _write_locks.get(key)
@@ -198,7 +259,7 @@ def write_lock(engine: Engine) -> AbstractContextManager[Any]:
         with _write_locks_guard:
             # Every spelling of a path maps to the lock of the file it resolves to.
             shared = key if key.startswith("memory:") else os.path.realpath(key)
-            lock = _write_locks.setdefault(shared, threading.Lock())
+            lock = _write_locks.setdefault(shared, WriteLock())
             _write_locks[key] = lock
     return lock
 
