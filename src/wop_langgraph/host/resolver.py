@@ -162,16 +162,17 @@ class Resolver:
     ) -> dict[str, Any]:
         if tenant_of(run_id) != principal.tenant:
             raise IdTenantMismatch("the run id names another tenant than the caller's")
+        # One read connection for both checks (the decision re-checks under the row lock).
         with reading(self._s.engine) as conn:
             row = get_run(conn, run_id)
-        if row is None:
-            raise NotFound(f"no run {run_id!r}")
-        if row.status in TERMINAL_STATUSES:
-            raise InterruptAlreadyResolved(
-                f"run {run_id!r} is {row.status}; its interrupts can no longer be resolved",
-                details={"runStatus": row.status},
-            )
-        target = self._target(run_id, node_id, key)
+            if row is None:
+                raise NotFound(f"no run {run_id!r}")
+            if row.status in TERMINAL_STATUSES:
+                raise InterruptAlreadyResolved(
+                    f"run {run_id!r} is {row.status}; its interrupts can no longer be resolved",
+                    details={"runStatus": row.status},
+                )
+            target = self._target(conn, run_id, node_id, key)
         payload = target.payload
         require_storable(resume_value, "/resumeValue")
         resume_value = normalize_resume(payload, resume_value)
@@ -200,9 +201,8 @@ class Resolver:
             )
         return {"runId": run_id, "nodeId": node_id, "status": status or row.status}
 
-    def _target(self, run_id: str, node_id: str, key: str | None) -> InterruptRecord:
-        with reading(self._s.engine) as conn:
-            rows = interrupts_of_run(conn, run_id, node_id=node_id)
+    def _target(self, conn: Connection, run_id: str, node_id: str, key: str | None) -> InterruptRecord:
+        rows = interrupts_of_run(conn, run_id, node_id=node_id)
         if key is not None:
             rows = [r for r in rows if r.key == key]
         if not rows:

@@ -13,6 +13,7 @@ import asyncio
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
@@ -36,7 +37,14 @@ from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
 from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
-from wop_langgraph.store.run_queue import CANCEL_CHANNEL, enqueue, notify, unqueued_stragglers
+from wop_langgraph.store.run_queue import (
+    CANCEL_CHANNEL,
+    QUEUE_CHANNEL,
+    created_queued,
+    enqueue,
+    notify,
+    unqueued_stragglers,
+)
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
 from wop_langgraph.store.saver import SQLModelSaver
@@ -206,28 +214,27 @@ class WopHost:
         started: dict[str, Any] = {"workflowId": workflow_id, "owner": owner_doc}
         if inputs is not None:
             started["inputs"] = inputs_doc
+        row = {
+            "run_id": run_id,
+            "workflow_id": workflow_id,
+            "tenant": owner.tenant,
+            "owner": owner_doc,
+            "status": "pending",
+            "inputs": inputs_doc,
+            "configurable": configurable,
+            "tags": tags,
+            "run_metadata": metadata,
+            "callback_url": callback_url,
+            "created_at": now,
+            "updated_at": now,
+        }
         with self.engine.begin() as conn:
-            conn.execute(
-                runs_table.insert().values(
-                    run_id=run_id,
-                    workflow_id=workflow_id,
-                    tenant=owner.tenant,
-                    owner=owner_doc,
-                    status="pending",
-                    inputs=inputs_doc,
-                    configurable=configurable,
-                    tags=tags,
-                    run_metadata=metadata,
-                    callback_url=callback_url,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
+            # Inserted queued (one statement, not insert + enqueue); a worker may drive the run
+            # the moment this commits, so the answer is what was committed, not a later read.
+            conn.execute(runs_table.insert().values(**row, **created_queued(now)))
             append_events(conn, run_id, [NewEvent("run.started", started)], now=now)
-            enqueue(conn, run_id, now=now)
-            # The answer at commit: read here, since a worker may drive the run the moment it
-            # commits, and a later read would report where the worker got to instead.
-            committed = get_run(conn, run_id)
+            notify(conn, QUEUE_CHANNEL, run_id)
+        committed = SimpleNamespace(**row, current_node_id=None, error=None, completed_at=None)
         self._enqueued(run_id)
         if not wait:
             return _snapshot_of(committed)

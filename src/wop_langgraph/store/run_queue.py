@@ -31,6 +31,7 @@ __all__ = [
     "cancelled_leases",
     "claim_next",
     "claim_run",
+    "created_queued",
     "enqueue",
     "finish",
     "notify",
@@ -91,6 +92,15 @@ def enqueue(conn: Connection, run_id: str, *, now: datetime, running: bool = Fal
         update(_runs).where(_runs.c.run_id == run_id, _runs.c.status.not_in(_TERMINAL)).values(**values)
     )
     notify(conn, QUEUE_CHANNEL, run_id)
+
+
+def created_queued(now: datetime) -> dict[str, object]:
+    """The queue columns of a run inserted already queued (what :func:`enqueue` would set).
+
+    Saves a new run the second statement; the caller sends :func:`notify` on
+    :data:`QUEUE_CHANNEL` in the same transaction.
+    """
+    return {"queued_at": now, "queue_version": 1}
 
 
 def _claimable(now: datetime) -> ColumnElement[bool]:
