@@ -81,11 +81,8 @@ def make_engine(url: str | URL, *, ping_after_idle: float | None = None, **kwarg
         return _sqlite_engine(parsed, **kwargs)
     options: dict[str, Any] = {
         "pool_pre_ping": ping_after_idle is None,
-        # Connections are opened on demand; pool_size is how many are KEPT. A burst of 32 API
-        # requests beyond a kept 10 opened (and then closed) a new server process each, at
-        # ~15 ms apiece on a loaded machine. Keep as many as the API's 40-thread pool can use.
-        "pool_size": 30,
-        "max_overflow": 10,
+        "pool_size": 10,
+        "max_overflow": 20,
     }
     options.update(kwargs)
     engine = create_engine(parsed, **options)
