@@ -108,7 +108,11 @@ def _node_function(plan: Plan, spec: NodeSpec, node_type: NodeType) -> Any:
         schedule = state.get(SCHEDULE_CHANNEL) or initial_schedule(plan, spec.node_id)
         try:
             inputs = _resolve_inputs(spec, variables, outputs_by_node)
-            outputs = dict(node_type.run(NodeInvocation(spec, inputs, variables)) or {})
+            recorded = _replayed_effect(spec.node_id) if node_type.side_effecting else None
+            if recorded is not None:
+                outputs = dict(recorded)  # a replay never performs the effect again
+            else:
+                outputs = dict(node_type.run(NodeInvocation(spec, inputs, variables)) or {})
         except GraphBubbleUp:
             raise  # an interrupt (or a Command for a parent graph) is not a failure
         except Exception as exc:
@@ -162,6 +166,14 @@ def _resolve_inputs(
                     f"output {ref.get('outputKey')!r}"
                 )
     return resolved
+
+
+def _replayed_effect(node_id: str) -> Mapping[str, Any] | None:
+    """In a replay fork, the node's recorded outputs (or its recorded failure, raised); else ``None``."""
+    context = current_call().context
+    if context is None or context.effects is None:
+        return None
+    return context.effects(node_id)
 
 
 def _record_skips(skipped: tuple[tuple[str, str], ...]) -> None:

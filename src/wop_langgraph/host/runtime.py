@@ -21,8 +21,8 @@ from sqlalchemy import Engine, select, update
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.host.driver import jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, RunOptions, run_option
+from wop_langgraph.host.fork import ForkAwareRecorder, fork_run
 from wop_langgraph.host.principal import MembershipResolver, Principal
-from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
 from wop_langgraph.host.validation import require_storable
@@ -80,7 +80,7 @@ class WopHost:
     ) -> None:
         self.saver = saver
         self.clock = clock
-        saver.recorder = InterruptRecorder(clock)
+        saver.recorder = ForkAwareRecorder(clock)  # InterruptRecorder + replay forks' recorded answers
         self.engine: Engine = saver.engine
         self.registry = GraphRegistry(saver)
         self.options = RunOptions(conversations, credentials, DEFAULT_ESCALATION_THRESHOLD)
@@ -232,6 +232,40 @@ class WopHost:
             return _snapshot_of(committed)
         self.executor.drive_until_idle(run_id)
         return self.snapshot(run_id)
+
+    def fork(
+        self,
+        run_id: str,
+        *,
+        mode: str,
+        from_seq: int | None = None,
+        run_options_overlay: Mapping[str, Any] | None = None,
+        principal: Principal,
+        wait: bool = True,
+    ) -> dict[str, Any]:
+        """Fork ``run_id`` (``mode`` ``replay`` or ``branch``) from ``from_seq``; see :mod:`.fork`.
+
+        Events with ``sequence < from_seq`` are the fork's fixed history (``from_seq`` defaults
+        to 0 for a replay and is required for a branch). Returns ``{runId, sourceRunId, fromSeq,
+        mode, status}``; with ``wait`` the status is the fork's once it is at rest.
+
+        Raises:
+            ValidationError: bad mode or ``from_seq``, or an overlay on a replay.
+            NotFound: no such run. ``IdTenantMismatch``: the run is another tenant's.
+            ForkPointInvalid: ``from_seq`` is not in the log or lies past its terminal event.
+        """
+        result = fork_run(
+            self,
+            run_id,
+            mode=mode,
+            from_seq=from_seq,
+            run_options_overlay=run_options_overlay,
+            principal=principal,
+        )
+        if wait:
+            self.executor.drive_until_idle(result["runId"])
+            result = {**result, "status": self.snapshot(result["runId"])["status"]}
+        return result
 
     def snapshot(self, run_id: str) -> dict[str, Any]:
         """The run's OpenWOP ``RunSnapshot``."""
@@ -387,6 +421,10 @@ class WopHost:
     ) -> dict[str, Any]:
         """Async :meth:`resolve`."""
         return await asyncio.to_thread(self.resolve, run_id, node_id, resume_value, principal, **options)
+
+    async def afork(self, run_id: str, **options: Any) -> dict[str, Any]:
+        """Async :meth:`fork`."""
+        return await asyncio.to_thread(self.fork, run_id, **options)
 
     async def asnapshot(self, run_id: str) -> dict[str, Any]:
         """Async :meth:`snapshot`."""

@@ -65,6 +65,8 @@ class RunContext:
             log exactly once per ``eventId``; set by the host.
         routed_rejections: task ids of gates rejected onto their rejection route in this
             drive (the driver logs them as failed sources, not completions).
+        effects: replay suppression for side-effecting node types (``host/fork.py``
+            ``EffectGuard``): ``None`` to run the node, else its recorded outputs.
     """
 
     run_id: str
@@ -74,6 +76,7 @@ class RunContext:
     rejection_routes: Mapping[str, str] = field(default_factory=dict)
     emit: Callable[[str, str, dict[str, Any], str], None] | None = None
     routed_rejections: set[str] = field(default_factory=set)
+    effects: Callable[[str], Mapping[str, Any] | None] | None = None
 
 
 @dataclass(frozen=True)

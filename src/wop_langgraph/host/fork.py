@@ -1,0 +1,614 @@
+"""Fork a run (``POST /runs/{runId}:fork``): a new run that starts from a recorded point of another.
+
+The fork is an ordinary run (own row, LangGraph thread and event log) plus a ``wop_run_forks``
+row. ``fromSeq`` is mapped onto LangGraph's checkpoints: the fork thread gets a copy of the
+latest source checkpoint whose earlier steps' tasks logged everything before ``fromSeq``, with
+the pending writes of the tasks that had finished before ``fromSeq`` (and the interrupt writes
+of those still waiting). The checkpoint keeps its id, so LangGraph derives the same task and
+interrupt ids in the fork as in the source, and the driver's once-only event ids line up with
+the copied history. Events ``< fromSeq`` are copied (same order and payloads; run-bound ids
+re-minted for the fork), and so are the interrupts asked before ``fromSeq``.
+
+Replay (replay.md): a gate the source resolved at or after ``fromSeq`` is answered from the
+record (``interrupt.resolved`` copies decision, action, reason, resolvedBy; no new
+``interrupt.requested``), and a side-effecting node takes the source's recorded outcome keyed
+``(sourceRunId, nodeId, n)`` or fails closed with ``replay_source_missing``
+(:class:`EffectGuard`). Branch: the same fixed history, then new facts: gates ask again and
+effects run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from langgraph.types import Interrupt
+from sqlalchemy import Connection, Engine, func, select
+
+from wop_langgraph.adapters.functional import recorded_by_caller
+from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
+from wop_langgraph.host.principal import Principal
+from wop_langgraph.host.recorder import InterruptRecorder, _unwrap
+from wop_langgraph.host.resolver import _claim_in
+from wop_langgraph.protocol.errors import IdTenantMismatch, NotFound, ValidationError, WopError
+from wop_langgraph.protocol.ids import mint_tenant_id
+from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table, checkpoints_table
+from wop_langgraph.store.events import NewEvent, StoredEvent, append_events, read_events
+from wop_langgraph.store.forks import ForkMode, ForkRecord, fork_of, insert_fork
+from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run
+from wop_langgraph.store.recording import WriteBatch
+from wop_langgraph.store.run_queue import enqueue
+from wop_langgraph.store.run_tables import events_table, runs_table
+from wop_langgraph.store.runs import get_run
+
+if TYPE_CHECKING:
+    from wop_langgraph.host.runtime import WopHost
+
+__all__ = [
+    "EffectGuard",
+    "ForkAwareRecorder",
+    "ForkPointInvalid",
+    "RecordedFailure",
+    "ReplaySourceMissing",
+    "fork_run",
+]
+
+_TERMINAL_EVENTS = ("run.completed", "run.failed", "run.cancelled")
+_RESUME = "__resume__"
+_INTERRUPT = "__interrupt__"
+#: The run options a branch may overlay (run-options.schema.json).
+_OVERLAY_FIELDS = {"configurable", "tags", "metadata"}
+
+
+class ForkPointInvalid(WopError):
+    """``fromSeq`` is not in the source's log, or lies past its terminal event."""
+
+    code = "fork_point_invalid"
+    status = 422
+    retryable = False
+
+
+class ReplaySourceMissing(WopError):
+    """A side-effecting node in a replay has no recorded outcome in the source (fails closed)."""
+
+    code = "replay_source_missing"
+    status = 409
+    retryable = False
+
+
+class RecordedFailure(WopError):
+    """A side-effecting node's recorded failure, raised again in a replay exactly as recorded."""
+
+    retryable = False
+
+    def __init__(self, recorded: Mapping[str, Any]) -> None:
+        super().__init__(str(recorded.get("message") or "the recorded execution failed"))
+        self.recorded = dict(recorded)
+
+    def error_object(self) -> dict[str, Any]:
+        return dict(self.recorded)
+
+
+# -- creating a fork --------------------------------------------------------------------------
+
+
+def fork_run(
+    host: WopHost,
+    run_id: str,
+    *,
+    mode: str,
+    from_seq: int | None,
+    run_options_overlay: Mapping[str, Any] | None,
+    principal: Principal,
+) -> dict[str, Any]:
+    """Create the fork of ``run_id`` and queue it; returns ``{runId, sourceRunId, fromSeq, mode, status}``.
+
+    Raises:
+        ValidationError: a bad mode, a missing or negative ``fromSeq`` for a branch, an overlay
+            on a replay, or an overlay outside ``{configurable, tags, metadata}``.
+        IdTenantMismatch: the run id names another tenant than the caller's.
+        NotFound: no such run.
+        ForkPointInvalid: ``fromSeq`` is not in the source's log or lies past its terminal event.
+    """
+    fork_mode = _checked_mode(mode)
+    overlay = dict(run_options_overlay or {})
+    if fork_mode == "replay" and overlay:
+        raise ValidationError(
+            "runOptionsOverlay is for branch forks only", details={"field": "runOptionsOverlay"}
+        )
+    if from_seq is None:
+        if fork_mode == "branch":
+            raise ValidationError("a branch fork needs fromSeq", details={"field": "fromSeq"})
+        from_seq = 0
+    if isinstance(from_seq, bool) or not isinstance(from_seq, int) or from_seq < 0:
+        raise ValidationError("fromSeq must be an integer >= 0", details={"field": "fromSeq"})
+    unknown = set(overlay) - _OVERLAY_FIELDS
+    if unknown:
+        raise ValidationError(
+            f"runOptionsOverlay has unknown members {sorted(unknown)}", details={"field": "runOptionsOverlay"}
+        )
+    if run_id.partition("/")[0] != principal.tenant:
+        raise IdTenantMismatch("the run id names another tenant than the caller's")
+    if overlay.get("configurable") is not None:
+        host._check_configurable(overlay["configurable"])
+    now = host.clock()
+    with host.engine.begin() as conn:
+        source = get_run(conn, run_id)
+        if source is None:
+            raise NotFound(f"no run {run_id!r}")
+        host.registry.get(source.workflow_id)  # a fork needs the graph to drive
+        events = read_events(conn, run_id)
+        _check_point(events, from_seq)
+        fork_id = mint_tenant_id(principal.tenant)
+        record = ForkRecord(fork_id, run_id, fork_mode, from_seq)
+        _insert_run(conn, source, fork_id, overlay, now)
+        insert_fork(conn, record, now=now)
+        copier = _Copier(conn, source.run_id, fork_id, events, from_seq, now, host.saver.serde)
+        copier.copy(replay=fork_mode == "replay")
+        enqueue(conn, fork_id, now=now)
+        created = get_run(conn, fork_id)
+        status = str(created.status) if created is not None else "pending"
+    host._enqueued(fork_id)
+    return {"runId": fork_id, "sourceRunId": run_id, "fromSeq": from_seq, "mode": fork_mode, "status": status}
+
+
+def _checked_mode(mode: str) -> ForkMode:
+    if mode == "replay":
+        return "replay"
+    if mode == "branch":
+        return "branch"
+    raise ValidationError("mode must be 'replay' or 'branch'", details={"field": "mode"})
+
+
+def _check_point(events: list[StoredEvent], from_seq: int) -> None:
+    """``fromSeq`` must name an event of the log at or before its terminal event."""
+    terminal = next((e.sequence for e in events if e.type in _TERMINAL_EVENTS), None)
+    last = events[-1].sequence if events else -1
+    if from_seq > last:
+        raise ForkPointInvalid(
+            f"fromSeq {from_seq} is not in the source's log (its last sequence is {last})",
+            details={"fromSeq": from_seq, "lastSequence": last},
+        )
+    if terminal is not None and from_seq > terminal:
+        raise ForkPointInvalid(
+            f"fromSeq {from_seq} lies past the source's terminal event at {terminal}",
+            details={"fromSeq": from_seq, "terminalSequence": terminal},
+        )
+
+
+def _insert_run(
+    conn: Connection, source: Any, fork_id: str, overlay: Mapping[str, Any], now: datetime
+) -> None:
+    """The fork's run row: the source's workflow, inputs, owner (verbatim) and run options.
+
+    No ``callbackUrl``: a fork does not inherit its source's push configuration (replay.md
+    §Fan-out), so nothing of the copied history is delivered again.
+    """
+    conn.execute(
+        runs_table.insert().values(
+            run_id=fork_id,
+            workflow_id=source.workflow_id,
+            tenant=source.tenant,
+            owner=source.owner,
+            status="pending",
+            inputs=source.inputs,
+            configurable=overlay.get("configurable", source.configurable),
+            tags=overlay.get("tags", source.tags),
+            run_metadata=overlay.get("metadata", source.run_metadata),
+            callback_url=None,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+
+
+def _stable(run_id: str, task_id: str, event_type: str) -> str:
+    """The driver's once-only event id of a task event (host/driver.py ``_stable_event_id``)."""
+    return hashlib.sha256(f"{run_id}|{task_id}|{event_type}".encode()).hexdigest()[:32]
+
+
+def _fresh_id(fork_id: str, source_event_id: str) -> str:
+    return hashlib.sha256(f"{fork_id}|{source_event_id}".encode()).hexdigest()[:32]
+
+
+@dataclass
+class _Task:
+    """A LangGraph task of the source and the sequences of its node events."""
+
+    task_id: str
+    sequences: list[int]
+    finished_at: int | None  # sequence of its node.completed / node.failed
+
+
+class _Copier:
+    """Copies the fixed history of one fork inside the transaction that creates it."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        source_id: str,
+        fork_id: str,
+        events: list[StoredEvent],
+        from_seq: int,
+        now: datetime,
+        serde: Any,
+    ) -> None:
+        self.serde = serde
+        self.conn, self.source_id, self.fork_id = conn, source_id, fork_id
+        self.events, self.from_seq, self.now = events, from_seq, now
+        self.seq_of = {e.event_id: e.sequence for e in events}
+        self.interrupts = interrupts_of_run(conn, source_id)
+        self.new_ids: dict[str, str] = {}  # source event id -> fork event id
+        self.renamed: dict[str, str] = {}  # source interrupt keys and ids -> the fork's
+
+    def copy(self, *, replay: bool) -> None:
+        asked = self._asked_before()
+        for record in asked:
+            self.renamed[record.key] = _fork_key(record.key, self.source_id, self.fork_id)
+            self.renamed[record.interrupt_id] = interrupt_id_for(self.fork_id, record.lg_interrupt_id)
+        tasks = self._tasks()
+        self._copy_checkpoint(tasks, asked)
+        self._copy_events(tasks)
+        self._copy_interrupts(tasks, asked, replay=replay)
+
+    # -- what the source did before fromSeq -----------------------------------------------------
+
+    def _event_seq(self, event_type: str, interrupt_id: str) -> int | None:
+        for e in self.events:
+            if e.type == event_type and e.payload.get("interruptId") == interrupt_id:
+                return e.sequence
+        return None
+
+    def _asked_before(self) -> list[InterruptRecord]:
+        """The source's interrupts whose ``node.suspended`` is fixed history."""
+        asked = []
+        for record in self.interrupts:
+            seq = self._event_seq("node.suspended", record.interrupt_id)
+            if seq is not None and seq < self.from_seq:
+                asked.append(record)
+        return asked
+
+    def _tasks(self) -> dict[str, _Task]:
+        """Every task with writes on a root checkpoint of the source, with its node events."""
+        task_ids = self.conn.execute(
+            select(checkpoint_writes_table.c.task_id)
+            .where(
+                checkpoint_writes_table.c.thread_id == self.source_id,
+                checkpoint_writes_table.c.checkpoint_ns == "",
+            )
+            .distinct()
+        ).scalars()
+        tasks: dict[str, _Task] = {}
+        for task_id in task_ids:
+            seqs: list[int] = []
+            finished: int | None = None
+            for kind in ("node.started", "node.completed", "node.failed"):
+                seq = self.seq_of.get(_stable(self.source_id, task_id, kind))
+                if seq is not None:
+                    seqs.append(seq)
+                    if kind != "node.started":
+                        finished = seq if finished is None else min(finished, seq)
+            for record in self.interrupts:
+                if record.task_id != task_id:
+                    continue
+                resumed = self.seq_of.get(
+                    _stable(self.source_id, f"{task_id}|{record.interrupt_id}", "node.resumed")
+                )
+                suspended = self._event_seq("node.suspended", record.interrupt_id)
+                seqs.extend(s for s in (resumed, suspended) if s is not None)
+            tasks[task_id] = _Task(task_id, seqs, finished)
+        return tasks
+
+    # -- checkpoint ------------------------------------------------------------------------------
+
+    def _copy_checkpoint(self, tasks: Mapping[str, _Task], asked: list[InterruptRecord]) -> None:
+        """Copy the checkpoint ``fromSeq`` maps to, with the writes that are fixed history.
+
+        Steps run in order and a step's tasks log their events before the next step starts, so
+        the chosen checkpoint is the latest one all of whose earlier steps' tasks logged every
+        event before ``fromSeq``. With ``fromSeq`` 0 nothing is copied: the fork starts afresh.
+        """
+        if self.from_seq == 0:
+            return
+        cp = checkpoints_table
+        rows = self.conn.execute(
+            select(cp)
+            .where(cp.c.thread_id == self.source_id, cp.c.checkpoint_ns == "")
+            .order_by(cp.c.checkpoint_id)
+        ).all()
+        chosen: Any = None
+        for row in rows:
+            chosen = row
+            own = self._writes(row.checkpoint_id)
+            if not all(
+                max(tasks[w.task_id].sequences, default=-1) < self.from_seq for w in own if w.task_id in tasks
+            ):
+                break
+        if chosen is None:
+            return
+        values = dict(chosen._mapping)
+        values.update(thread_id=self.fork_id, parent_checkpoint_id=None, run_id=None)
+        self.conn.execute(cp.insert().values(**values))
+        asked_lg = {r.lg_interrupt_id for r in asked}
+        for write in self._writes(chosen.checkpoint_id):
+            task = tasks.get(write.task_id)
+            # A task without node events (the input, channel bookkeeping) is state, not an execution.
+            done = (
+                task is None
+                or not task.sequences
+                or (task.finished_at is not None and task.finished_at < self.from_seq)
+            )
+            if not done and not (write.channel == _INTERRUPT and self._asks(write, asked_lg)):
+                continue  # the task runs again in the fork (a __resume__ is delivered anew)
+            copied = dict(write._mapping)
+            copied["thread_id"] = self.fork_id
+            self.conn.execute(checkpoint_writes_table.insert().values(**copied))
+
+    def _writes(self, checkpoint_id: str) -> list[Any]:
+        w = checkpoint_writes_table
+        return list(
+            self.conn.execute(
+                select(w)
+                .where(
+                    w.c.thread_id == self.source_id,
+                    w.c.checkpoint_ns == "",
+                    w.c.checkpoint_id == checkpoint_id,
+                )
+                .order_by(w.c.task_id, w.c.idx)
+            ).all()
+        )
+
+    def _asks(self, write: Any, asked_lg: set[str]) -> bool:
+        """Whether an ``__interrupt__`` write holds only interrupts asked before ``fromSeq``."""
+        try:
+            value = self.serde.loads_typed((write.type, write.blob))
+        except Exception:  # an unreadable write is not fixed history we can vouch for
+            return False
+        items = value if isinstance(value, (list, tuple)) else [value]
+        ids = {i.id for i in items if isinstance(i, Interrupt)}
+        return bool(ids) and ids <= asked_lg
+
+    # -- events and interrupts -------------------------------------------------------------------
+
+    def _copy_events(self, tasks: Mapping[str, _Task]) -> None:
+        """Copy events ``< fromSeq``; with ``fromSeq`` 0 the fork opens with the source's ``run.started``."""
+        for task_id in tasks:
+            for kind in ("node.started", "node.completed", "node.failed"):
+                self.new_ids[_stable(self.source_id, task_id, kind)] = _stable(self.fork_id, task_id, kind)
+            for record in self.interrupts:
+                if record.task_id == task_id and record.interrupt_id in self.renamed:
+                    old = _stable(self.source_id, f"{task_id}|{record.interrupt_id}", "node.resumed")
+                    fork_iid = self.renamed[record.interrupt_id]
+                    self.new_ids[old] = _stable(self.fork_id, f"{task_id}|{fork_iid}", "node.resumed")
+        copied = [e for e in self.events if e.sequence < self.from_seq]
+        if not copied:
+            copied = [e for e in self.events if e.type == "run.started"][:1]
+        news = [
+            NewEvent(
+                e.type,
+                _renamed(e.payload, self.renamed),
+                node_id=e.node_id,
+                causation_id=self._causation(e.causation_id),
+                schema_version=e.schema_version,
+                event_id=self.new_ids.get(e.event_id) or _fresh_id(self.fork_id, e.event_id),
+            )
+            for e in copied
+        ]
+        append_events(self.conn, self.fork_id, news, now=self.now)
+
+    def _causation(self, causation_id: str | None) -> str | None:
+        if causation_id is None or causation_id not in self.seq_of:
+            return causation_id
+        return self.new_ids.get(causation_id) or _fresh_id(self.fork_id, causation_id)
+
+    def _copy_interrupts(
+        self, tasks: Mapping[str, _Task], asked: list[InterruptRecord], *, replay: bool
+    ) -> None:
+        """Copy the interrupts asked before ``fromSeq``; re-deliver or re-open their answers."""
+        for record in asked:
+            resolved_at = self._event_seq("interrupt.resolved", record.interrupt_id)
+            answered_before = resolved_at is not None and resolved_at < self.from_seq
+            task = tasks.get(record.task_id)
+            consumed = task is not None and task.finished_at is not None and task.finished_at < self.from_seq
+            key = self.renamed[record.key]
+            row = replace(
+                record,
+                interrupt_id=self.renamed[record.interrupt_id],
+                run_id=self.fork_id,
+                key=key,
+                payload={**record.payload, "key": key},
+                status="pending",
+                votes=None,
+                resume_value=None,
+                resolution=None,
+                resolved_by=None,
+                resolved_at=None,
+                consumed_at=None,
+            )
+            if answered_before:
+                # Fixed history: answered in the copied prefix (delivered again unless consumed).
+                row = replace(
+                    row,
+                    status=record.status,
+                    votes=record.votes,
+                    resume_value=record.resume_value,
+                    resolution=_renamed(record.resolution, self.renamed),
+                    resolved_by=record.resolved_by,
+                    resolved_at=record.resolved_at,
+                    consumed_at=self.now if consumed else None,
+                )
+                insert_interrupt(self.conn, row)
+            elif replay and record.status in ("resolved", "expired"):
+                insert_interrupt(self.conn, replace(row, votes=record.votes))
+                _redeliver(self.conn, row, record, self.now)
+            else:
+                # Asked, not yet answered in the fork: a branch (or a replay of a gate the source
+                # never answered) waits for a new answer; its deadline restarts now.
+                timeout = record.payload.get("timeoutMs")
+                deadline = self.now + timedelta(milliseconds=timeout) if timeout else None
+                insert_interrupt(self.conn, replace(row, deadline=deadline))
+
+
+def _redeliver(conn: Connection, row: InterruptRecord, source: InterruptRecord, now: datetime) -> None:
+    """Answer the fork's ``row`` with the source's recorded answer (``interrupt.resolved`` copies it).
+
+    Never decided again: the decision, action, reason, votes and resolver are the source's.
+    """
+    status = "expired" if source.status == "expired" else "resolved"
+    _claim_in(
+        conn, row, source.resume_value, dict(source.resolution or {}), source.resolved_by, now, status=status
+    )
+
+
+def _fork_key(key: str, source_id: str, fork_id: str) -> str:
+    """The fork's key for a source key: the run id prefix swapped (keys start with the run id)."""
+    prefix = f"{source_id}:"
+    if key.startswith(prefix):
+        candidate = f"{fork_id}:{key[len(prefix) :]}"
+        if len(candidate) <= 256:
+            return candidate
+    return "sha256:" + hashlib.sha256(f"{fork_id}\x00{key}".encode()).hexdigest()
+
+
+def _renamed(value: Any, names: Mapping[str, str]) -> Any:
+    """``value`` with every string that is a source interrupt key or id replaced by the fork's."""
+    if isinstance(value, str):
+        return names.get(value, value)
+    if isinstance(value, dict):
+        return {k: _renamed(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, names) for v in value]
+    return value
+
+
+# -- replay while the fork runs ---------------------------------------------------------------
+
+
+class _ForkLookup:
+    """``fork_of`` with a bounded per-process cache (a run's fork row never changes)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, ForkRecord | None] = {}
+
+    def get(self, conn: Connection, run_id: str) -> ForkRecord | None:
+        if run_id in self._known:
+            return self._known[run_id]
+        found = fork_of(conn, run_id)
+        if len(self._known) > 10_000:
+            self._known.clear()
+        self._known[run_id] = found
+        return found
+
+
+class ForkAwareRecorder(InterruptRecorder):
+    """The interrupt recorder, answering a replay fork's gates from the source's record.
+
+    In a replay fork, an interrupt the source resolved (or timed out) at the same place is not
+    asked: the fork's row is claimed at once with the source's answer and only
+    ``interrupt.resolved`` (and its alias) is logged; the driver then resumes the node with it.
+    Everything else is recorded as usual.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._forks = _ForkLookup()
+
+    def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
+        fork = self._forks.get(conn, batch.thread_id)
+        if fork is None or not fork.is_replay or recorded_by_caller(batch.task_path, item.value):
+            super()._record_one(conn, batch, item)
+            return
+        known = interrupts_of_run(conn, fork.run_id)
+        if any(r.lg_interrupt_id == item.id for r in known):
+            return  # a replayed execution of an interrupt the fork already holds
+        node_id, task_ns, payload = _unwrap(batch, item)
+        same = [r for r in known if r.checkpoint_ns == task_ns]
+        if same:
+            visit_index, ordinal = same[0].visit_index, len(same)
+        else:
+            visit_index, ordinal = sum(1 for r in known if r.node_id == node_id and not r.is_pending), 0
+        source = _recorded_answer(conn, fork.source_run_id, item.id, node_id, visit_index, ordinal)
+        if source is None:
+            super()._record_one(conn, batch, item)
+            return
+        key = interrupt_key(fork.run_id, node_id, visit_index, ordinal)
+        row = InterruptRecord(
+            interrupt_id=interrupt_id_for(fork.run_id, item.id),
+            run_id=fork.run_id,
+            node_id=node_id,
+            key=key,
+            lg_interrupt_id=item.id,
+            task_id=batch.task_id,
+            kind=str(payload["kind"]),
+            payload={**payload, "key": key},
+            created_at=self._clock(),
+            checkpoint_ns=task_ns,
+            visit_index=visit_index,
+            ordinal=ordinal,
+            votes=source.votes,
+        )
+        stored, inserted = insert_interrupt(conn, row)
+        if inserted:
+            _redeliver(conn, stored, source, self._clock())
+
+
+def _recorded_answer(
+    conn: Connection, source_id: str, lg_id: str, node_id: str, visit_index: int, ordinal: int
+) -> InterruptRecord | None:
+    """The source's answered interrupt at the same place (same LangGraph id, else same node visit)."""
+    rows = interrupts_of_run(conn, source_id, node_id=node_id)
+    match = next((r for r in rows if r.lg_interrupt_id == lg_id), None) or next(
+        (r for r in rows if (r.visit_index, r.ordinal) == (visit_index, ordinal)), None
+    )
+    return match if match is not None and match.status in ("resolved", "expired") else None
+
+
+class EffectGuard:
+    """Replay suppression for side-effecting node types (replay.md §Suppression).
+
+    Called by the definition compiler before a side-effecting node runs. Outside a replay fork
+    it returns ``None`` (run the node). In a replay fork it never lets the node run: it returns
+    the source's ``n``-th recorded outcome of the node, where ``n`` is one more than the node's
+    ``node.completed`` / ``node.failed`` events so far in the fork (inherited prefix included),
+    raises the recorded failure, or fails closed with ``replay_source_missing``.
+    """
+
+    def __init__(self, engine: Engine, run_id: str) -> None:
+        self._engine, self._run_id = engine, run_id
+        self._fork: ForkRecord | None = None
+        self._looked = False
+
+    def __call__(self, node_id: str) -> Mapping[str, Any] | None:
+        with self._engine.connect() as conn:
+            if not self._looked:
+                self._fork, self._looked = fork_of(conn, self._run_id), True
+            fork = self._fork
+            if fork is None or not fork.is_replay:
+                return None
+            ended = ("node.completed", "node.failed")
+            so_far = conn.execute(
+                select(func.count()).where(
+                    events_table.c.run_id == self._run_id,
+                    events_table.c.node_id == node_id,
+                    events_table.c.type.in_(ended),
+                )
+            ).scalar_one()
+            outcomes = read_events(conn, fork.source_run_id, types=ended)
+        recorded = [e for e in outcomes if e.node_id == node_id]
+        n = int(so_far) + 1
+        if len(recorded) < n:
+            raise ReplaySourceMissing(
+                f"node {node_id!r} is side-effecting and run {fork.source_run_id!r} recorded no outcome "
+                f"for its execution {n}; a replay never performs the effect",
+                details={"sourceRunId": fork.source_run_id, "nodeId": node_id, "n": n},
+            )
+        outcome = recorded[n - 1]
+        if outcome.type == "node.failed":
+            raise RecordedFailure(
+                outcome.payload.get("error") or {"code": "internal_error", "retryable": False}
+            )
+        outputs = outcome.payload.get("outputs")
+        return dict(outputs) if isinstance(outputs, Mapping) else {}
