@@ -20,7 +20,8 @@ effects run.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -515,6 +516,8 @@ class ForkAwareRecorder(InterruptRecorder):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._forks = _ForkLookup()
+        self._quiet = threading.local()
+        self.on_requested = _QuietHooks(self._quiet)
 
     def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
         fork = self._forks.get(conn, batch.thread_id)
@@ -530,9 +533,14 @@ class ForkAwareRecorder(InterruptRecorder):
             visit_index, ordinal = same[0].visit_index, len(same)
         else:
             visit_index, ordinal = sum(1 for r in known if r.node_id == node_id and not r.is_pending), 0
-        source = _recorded_answer(conn, fork.source_run_id, item.id, node_id, visit_index, ordinal)
-        if source is None:
-            super()._record_one(conn, batch, item)
+        source = _source_interrupt(conn, fork.source_run_id, item.id, node_id, visit_index, ordinal)
+        if source is None or source.status not in ("resolved", "expired"):
+            # Asked again. A gate the source asked too was notified then: not a second time.
+            self._quiet.on = source is not None
+            try:
+                super()._record_one(conn, batch, item)
+            finally:
+                self._quiet.on = False
             return
         key = interrupt_key(fork.run_id, node_id, visit_index, ordinal)
         row = InterruptRecord(
@@ -555,15 +563,27 @@ class ForkAwareRecorder(InterruptRecorder):
             _redeliver(conn, stored, source, self._clock())
 
 
-def _recorded_answer(
+def _source_interrupt(
     conn: Connection, source_id: str, lg_id: str, node_id: str, visit_index: int, ordinal: int
 ) -> InterruptRecord | None:
-    """The source's answered interrupt at the same place (same LangGraph id, else same node visit)."""
+    """The source's interrupt at the same place (same LangGraph id, else same node visit)."""
     rows = interrupts_of_run(conn, source_id, node_id=node_id)
-    match = next((r for r in rows if r.lg_interrupt_id == lg_id), None) or next(
+    return next((r for r in rows if r.lg_interrupt_id == lg_id), None) or next(
         (r for r in rows if (r.visit_index, r.ordinal) == (visit_index, ordinal)), None
     )
-    return match if match is not None and match.status in ("resolved", "expired") else None
+
+
+class _QuietHooks(list[Callable[[Connection, InterruptRecord], None]]):
+    """The recorder's ``on_requested`` hooks, silent on a thread whose flag is set."""
+
+    def __init__(self, flag: threading.local) -> None:
+        super().__init__()
+        self._flag = flag
+
+    def __iter__(self) -> Iterator[Callable[[Connection, InterruptRecord], None]]:
+        if getattr(self._flag, "on", False):
+            return iter(())
+        return super().__iter__()
 
 
 class EffectGuard:
