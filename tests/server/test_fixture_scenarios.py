@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from openwop_client import OpenwopClient, WopError
-from openwop_client.types import CreateRunRequest, ResolveInterruptRequest
+from openwop_client.types import CreateRunRequest, ForkRunRequest, ResolveInterruptRequest
 from sqlalchemy import create_engine, select
 
 from tests.conftest import create_postgres_database, drop_postgres_database
@@ -425,3 +425,120 @@ def test_child_completion_resumes_the_parent(server: Server) -> None:
         p for p in payloads(server.events(parent), "node.completed") if p["nodeId"] == "spawn-child"
     ]
     assert completed["outputs"] == {"childRunId": child, "childStatus": "completed"}
+
+
+# -- fork and replay (replay.md, runs.md §Fork) ---------------------------------------------------
+
+
+def fork(server: Server, run_id: str, mode: str, from_seq: int) -> str:
+    """Fork with the official client; the fork's id (answered at commit)."""
+    forked = server.alice.runs_fork(
+        run_id,
+        ForkRunRequest(fromSeq=from_seq, mode=mode),
+        idempotency_key=str(uuid.uuid4()),  # type: ignore[arg-type]
+    )
+    assert (forked.sourceRunId, forked.mode, forked.fromSeq) == (run_id, mode, from_seq)
+    return forked.runId
+
+
+def seq_of(docs: list[dict[str, Any]], event_type: str, node_id: str | None = None) -> int:
+    return int(
+        next(d["sequence"] for d in docs if d["type"] == event_type and node_id in (None, d.get("nodeId")))
+    )
+
+
+def wait_for_event(server: Server, run_id: str, event_type: str, node_id: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not any(d["type"] == event_type and d.get("nodeId") == node_id for d in server.events(run_id)):
+        assert time.monotonic() < deadline, f"{run_id} never logged {event_type} of {node_id}"
+        time.sleep(0.05)
+
+
+_ASKED = ("interrupt.requested", "approval.requested")
+
+
+@pytest.mark.parametrize("workflow_id", ["conformance-approval", "conformance-approval-timeout"])
+def test_replay_derives_rejection_and_timeout_from_the_record(server: Server, workflow_id: str) -> None:
+    run_id = server.create(workflow_id)
+    server.wait(run_id, "waiting-approval")
+    if workflow_id == "conformance-approval":
+        server.resolve(run_id, "gate", {"action": "reject"})
+    server.wait(run_id, "failed")  # the timeout fixture is rejected by the sweep
+    source = server.events(run_id)
+    from_seq = seq_of(source, "interrupt.resolved")
+    fork_id = fork(server, run_id, "replay", from_seq)
+    snapshot = server.wait(fork_id, "failed")
+    assert snapshot["error"]["code"] == "approval_rejected"
+    docs = server.events(fork_id)
+    assert not [d for d in docs[from_seq:] if d["type"] in _ASKED and d.get("nodeId") == "gate"]
+    (resolved,) = payloads(docs, "interrupt.resolved")
+    (recorded,) = payloads(source, "interrupt.resolved")
+    for field in ("decision", "action", "reason", "resolvedBy"):
+        assert resolved.get(field) == recorded.get(field), field
+    (node_failed,) = payloads(docs, "node.failed")
+    assert (node_failed["nodeId"], node_failed["error"]["code"]) == ("gate", "approval_rejected")
+    assert node_failed["error"]["retryable"] is False
+    (run_failed,) = payloads(docs, "run.failed")
+    assert run_failed["failedNodeId"] == "gate"
+    refused(lambda: server.resolve(fork_id, "gate", {"action": "accept"}), 409, "interrupt_already_resolved")
+
+
+def test_branch_fork_asks_the_gate_again(server: Server) -> None:
+    run_id = server.create("conformance-approval")
+    server.wait(run_id, "waiting-approval")
+    server.resolve(run_id, "gate", {"action": "reject"})
+    server.wait(run_id, "failed")
+    fork_id = fork(server, run_id, "branch", seq_of(server.events(run_id), "interrupt.resolved"))
+    assert server.wait(fork_id, "waiting-approval")["currentNodeId"] == "gate"
+    server.resolve(fork_id, "gate", {"action": "accept"})
+    server.wait(fork_id, "completed")
+    assert [p["action"] for p in payloads(server.events(fork_id), "interrupt.resolved")] == ["accept"]
+
+
+def test_replay_side_effect_fails_closed_after_a_cancel_mid_hold(server: Server) -> None:
+    run_id = server.create("conformance-replay-side-effect", {"delayMs": 1500})
+    wait_for_event(server, run_id, "node.started", "wait")
+    server.alice.runs_cancel(run_id)
+    server.wait(run_id, "cancelled")
+    assert "effect" not in [p["nodeId"] for p in payloads(server.events(run_id), "node.started")]
+    fork_id = fork(server, run_id, "replay", 0)
+    snapshot = server.wait(fork_id, "failed")
+    assert snapshot["error"]["code"] == "replay_source_missing"
+    docs = server.events(fork_id)
+    assert types(docs, "wait") == ["node.started", "node.completed"]  # pure: re-executed live
+    (failed,) = payloads(docs, "node.failed")
+    assert (failed["nodeId"], failed["error"]["code"]) == ("effect", "replay_source_missing")
+    assert "node.completed" not in types(docs, "effect")
+
+
+def test_replay_ordinal_loop_resolves_each_execution_by_its_ordinal(server: Server) -> None:
+    # The suite's construction: cancel inside `wait` after effect's first execution, fork at its
+    # first node.started. effect n = 1 resolves from the record. `wait` is core.delay, which the
+    # node registry declares side-effecting, so its execution 1 (never finished in the source)
+    # fails closed before effect's execution 2 is reached: effect never completes twice.
+    run_id = server.create("conformance-replay-ordinal-loop", {"delayMs": 1500})
+    wait_for_event(server, run_id, "node.started", "wait")
+    server.alice.runs_cancel(run_id)
+    server.wait(run_id, "cancelled")
+    source = server.events(run_id)
+    assert types(source, "effect").count("node.completed") == 1
+    fork_id = fork(server, run_id, "replay", seq_of(source, "node.started", "effect"))
+    server.wait(fork_id, "failed")
+    docs = server.events(fork_id)
+    assert types(docs, "effect").count("node.completed") <= 1
+    (failed,) = payloads(docs, "node.failed")
+    assert failed["error"]["code"] == "replay_source_missing"
+
+
+def test_conversation_replay_reproduces_the_conversation(talking: Server) -> None:
+    run_id = talking.create("conformance-conversation-replay")
+    talking.wait(run_id, "completed")
+    fork_id = fork(talking, run_id, "replay", 0)
+    talking.wait(fork_id, "completed")
+
+    def projection(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        return [(d["type"], d["payload"]) for d in docs if d["type"].startswith("conversation.")]
+
+    source, forked = projection(talking.events(run_id)), projection(talking.events(fork_id))
+    assert [t for t, _ in forked] == [t for t, _ in source]
+    assert forked == source

@@ -171,9 +171,9 @@ def _resolve_inputs(
 def _replayed_effect(node_id: str) -> Mapping[str, Any] | None:
     """In a replay fork, the node's recorded outputs (or its recorded failure, raised); else ``None``."""
     context = current_call().context
-    if context is None or context.effects is None:
+    if context is None or context.replay is None:
         return None
-    return context.effects(node_id)
+    return context.replay.outcome(node_id)
 
 
 def _record_skips(skipped: tuple[tuple[str, str], ...]) -> None:

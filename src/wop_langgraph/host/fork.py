@@ -13,7 +13,7 @@ Replay (replay.md): a gate the source resolved at or after ``fromSeq`` is answer
 record (``interrupt.resolved`` copies decision, action, reason, resolvedBy; no new
 ``interrupt.requested``), and a side-effecting node takes the source's recorded outcome keyed
 ``(sourceRunId, nodeId, n)`` or fails closed with ``replay_source_missing``
-(:class:`EffectGuard`). Branch: the same fixed history, then new facts: gates ask again and
+(:class:`ReplayRecord`). Branch: the same fixed history, then new facts: gates ask again and
 effects run.
 """
 
@@ -34,6 +34,7 @@ from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.host.principal import Principal
 from wop_langgraph.host.recorder import InterruptRecorder, _unwrap
 from wop_langgraph.host.resolver import _claim_in
+from wop_langgraph.nodes._context import stable_id
 from wop_langgraph.protocol.errors import IdTenantMismatch, NotFound, ValidationError, WopError
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table, checkpoints_table
@@ -49,10 +50,10 @@ if TYPE_CHECKING:
     from wop_langgraph.host.runtime import WopHost
 
 __all__ = [
-    "EffectGuard",
     "ForkAwareRecorder",
     "ForkPointInvalid",
     "RecordedFailure",
+    "ReplayRecord",
     "ReplaySourceMissing",
     "fork_run",
 ]
@@ -586,14 +587,17 @@ class _QuietHooks(list[Callable[[Connection, InterruptRecord], None]]):
         return super().__iter__()
 
 
-class EffectGuard:
-    """Replay suppression for side-effecting node types (replay.md §Suppression).
+class ReplayRecord:
+    """What a replay fork reads from its source's record while it runs (replay.md).
 
-    Called by the definition compiler before a side-effecting node runs. Outside a replay fork
-    it returns ``None`` (run the node). In a replay fork it never lets the node run: it returns
-    the source's ``n``-th recorded outcome of the node, where ``n`` is one more than the node's
-    ``node.completed`` / ``node.failed`` events so far in the fork (inherited prefix included),
-    raises the recorded failure, or fails closed with ``replay_source_missing``.
+    Outside a replay fork every method answers "run live" (``None``, the minted id).
+
+    * :meth:`outcome` (side-effecting node types, called by the definition compiler): the node
+      never runs; it takes the source's ``n``-th recorded outcome, where ``n`` is one more than the
+      node's ``node.completed`` / ``node.failed`` events so far in the fork (inherited prefix
+      included), raises the recorded failure, or fails closed with ``replay_source_missing``.
+    * :meth:`recorded_id`: identifiers a node mints for recorded facts (a ``conversationId``) are
+      the source's, never new ones.
     """
 
     def __init__(self, engine: Engine, run_id: str) -> None:
@@ -601,14 +605,17 @@ class EffectGuard:
         self._fork: ForkRecord | None = None
         self._looked = False
 
-    def __call__(self, node_id: str) -> Mapping[str, Any] | None:
+    def _replay(self, conn: Connection) -> ForkRecord | None:
+        if not self._looked:
+            self._fork, self._looked = fork_of(conn, self._run_id), True
+        return self._fork if self._fork is not None and self._fork.is_replay else None
+
+    def outcome(self, node_id: str) -> Mapping[str, Any] | None:
+        ended = ("node.completed", "node.failed")
         with self._engine.connect() as conn:
-            if not self._looked:
-                self._fork, self._looked = fork_of(conn, self._run_id), True
-            fork = self._fork
-            if fork is None or not fork.is_replay:
+            fork = self._replay(conn)
+            if fork is None:
                 return None
-            ended = ("node.completed", "node.failed")
             so_far = conn.execute(
                 select(func.count()).where(
                     events_table.c.run_id == self._run_id,
@@ -632,3 +639,26 @@ class EffectGuard:
             )
         outputs = outcome.payload.get("outputs")
         return dict(outputs) if isinstance(outputs, Mapping) else {}
+
+    def recorded_id(self, event_type: str, field: str, node_id: str, task_ns: str, minted: str) -> str:
+        """The ``field`` of the source's matching ``event_type`` event of ``node_id``, else ``minted``.
+
+        The match is the node's next such event: the ``n``-th, where ``n - 1`` are in the fork's
+        log already, unless this execution logged one of the source's ids already (a replayed
+        execution asks again and gets the same id). The event's once-only id is derived as
+        ``NodeCall.emit`` derives it.
+        """
+        with self._engine.connect() as conn:
+            fork = self._replay(conn)
+            if fork is None:
+                return minted
+            source = [
+                e for e in read_events(conn, fork.source_run_id, types=[event_type]) if e.node_id == node_id
+            ]
+            mine = [e for e in read_events(conn, self._run_id, types=[event_type]) if e.node_id == node_id]
+        recorded = [str(e.payload.get(field)) for e in source if isinstance(e.payload.get(field), str)]
+        own = {e.event_id for e in mine}
+        for value in recorded:
+            if stable_id(self._run_id, task_ns, event_type, value) in own:
+                return value
+        return recorded[len(mine)] if len(mine) < len(recorded) else minted

@@ -75,7 +75,8 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
         openapi_url="/openapi.json",
     )
     app.state.wop = state
-    modules = (discovery, routes_runs, routes_fork, routes_tokens, routes_events, routes_interrupts, html)
+    # routes_fork before routes_runs: GET /runs/{runId} would otherwise take GET /runs/{runId}:fork.
+    modules = (discovery, routes_fork, routes_runs, routes_tokens, routes_events, routes_interrupts, html)
     for module in modules:
         app.include_router(module.router, dependencies=[Depends(bounded_path_ids)])
     install_error_handlers(app, [route for module in modules for route in module.router.routes])

@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from wop_langgraph.host import Principal
-from wop_langgraph.protocol.storable import INT64_MAX
 from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.idempotency import run_idempotent
 from wop_langgraph.server.paths import project_id, run_id_from_path
@@ -28,6 +28,8 @@ router = APIRouter()
 State = Annotated[ServerState, Depends(server_state)]
 EFFECT_SEAMS_PATH = "/host/effect-seams"
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+#: The largest fromSeq accepted: exact in a JSON double (no log comes near it).
+MAX_SEQ = 2**53 - 1
 
 
 class _Closed(BaseModel):
@@ -46,8 +48,16 @@ class ForkRunBody(_Closed):
     """``POST /runs/{runId}:fork``."""
 
     mode: Literal["replay", "branch"]
-    fromSeq: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    # Not strict: 3.0 is the integer 3 in JSON; a string or a boolean still is not.
+    fromSeq: int | None = Field(default=None, ge=0, le=MAX_SEQ, strict=False)
     runOptionsOverlay: RunOptionsOverlay | None = None
+
+    @field_validator("fromSeq", mode="before")
+    @classmethod
+    def _a_number(cls, value: Any) -> Any:
+        if isinstance(value, (bool, str)):
+            raise ValueError("fromSeq must be a JSON integer")
+        return value
 
 
 @router.post("/runs/{runId}:fork", status_code=201)
@@ -81,6 +91,14 @@ def fork_run(
         request_body=body.model_dump(mode="json", exclude_unset=True),
         action=action,
     )
+
+
+@router.api_route(
+    "/runs/{runId}:fork", methods=["GET", "HEAD", "PUT", "PATCH", "DELETE"], include_in_schema=False
+)
+def fork_other_methods(runId: str) -> None:
+    """Only POST forks: without this, ``GET /runs/{runId}`` would answer for ``x:fork`` (400)."""
+    raise StarletteHTTPException(405)
 
 
 def effect_seams() -> dict[str, Any]:
