@@ -269,3 +269,25 @@ def test_replay_fails_closed_without_a_recorded_outcome(host: WopHost) -> None:
     assert (failed["nodeId"], failed["error"]["code"]) == ("charge", "replay_source_missing")
     assert failed["error"]["retryable"] is False
     assert host.snapshot(forked["runId"])["error"]["code"] == "replay_source_missing"
+
+
+def test_every_fork_point_of_an_accepted_run_replays_to_the_same_end(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph())
+    host.resolve(run_id, "review", {"action": "accept"}, ALICE)
+    source = events(host, run_id)
+    outputs = payloads(source, "run.completed")[0]["outputs"]
+    answered = seq_of(source, "interrupt.resolved")
+    for from_seq in range(len(source)):
+        replayed = host.fork(run_id, mode="replay", from_seq=from_seq, principal=ALICE)
+        assert replayed["status"] == "completed", from_seq
+        docs = events(host, replayed["runId"])
+        assert payloads(docs, "run.completed")[0]["outputs"] == outputs, from_seq
+        if from_seq >= answered:  # the question is fixed history: the log is the source's, type for type
+            assert [d["type"] for d in docs] == [d["type"] for d in source], from_seq
+            assert [d.get("nodeId") for d in docs] == [d.get("nodeId") for d in source], from_seq
+        else:
+            assert not [d for d in docs[from_seq:] if d["type"] in _ASKED], from_seq
+
+        branched = host.fork(run_id, mode="branch", from_seq=from_seq, principal=ALICE)
+        expected = "completed" if from_seq > answered else "waiting-approval"
+        assert branched["status"] == expected, from_seq

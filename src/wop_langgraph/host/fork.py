@@ -60,6 +60,10 @@ __all__ = [
 
 _TERMINAL_EVENTS = ("run.completed", "run.failed", "run.cancelled")
 _RESUME = "__resume__"
+#: What asking appends after ``node.suspended``, in the same transaction (host/recorder.py).
+_ASKING = ("interrupt.requested", "approval.requested", "clarification.requested")
+#: What answering appends after ``interrupt.resolved`` (host/resolver.py ``_claim_in``).
+_ANSWERING = ("approval.granted", "approval.rejected", "approval.overridden", "clarification.resolved")
 _INTERRUPT = "__interrupt__"
 #: The run options a branch may overlay (run-options.schema.json).
 _OVERLAY_FIELDS = {"configurable", "tags", "metadata"}
@@ -443,6 +447,7 @@ class _Copier:
                     consumed_at=self.now if consumed else None,
                 )
                 insert_interrupt(self.conn, row)
+                self._finish_group(record, _ANSWERING, "interruptId", record.interrupt_id)
             elif replay and record.status in ("resolved", "expired"):
                 insert_interrupt(self.conn, replace(row, votes=record.votes))
                 _redeliver(self.conn, row, record, self.now)
@@ -452,6 +457,30 @@ class _Copier:
                 timeout = record.payload.get("timeoutMs")
                 deadline = self.now + timedelta(milliseconds=timeout) if timeout else None
                 insert_interrupt(self.conn, replace(row, deadline=deadline))
+                self._finish_group(record, _ASKING, "key", record.key)
+
+    def _finish_group(self, record: InterruptRecord, types: tuple[str, ...], field: str, value: str) -> None:
+        """Re-emit the rest of an event group that ``fromSeq`` fell inside.
+
+        Asking (``node.suspended``, ``interrupt.requested``, its legacy alias) and answering
+        (``interrupt.resolved``, its alias) each append their events together; a fork point
+        between them copies the first ones, and re-executing the step emits the others.
+        """
+        rest = [
+            e
+            for e in self.events
+            if e.sequence >= self.from_seq and e.type in types and e.payload.get(field) == value
+        ]
+        news = [
+            NewEvent(
+                e.type,
+                _renamed(e.payload, self.renamed),
+                node_id=e.node_id,
+                event_id=_fresh_id(self.fork_id, e.event_id),
+            )
+            for e in rest
+        ]
+        append_events(self.conn, self.fork_id, news, now=self.now)
 
 
 def _redeliver(conn: Connection, row: InterruptRecord, source: InterruptRecord, now: datetime) -> None:
