@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -141,7 +142,7 @@ def fork_run(
     if overlay.get("configurable") is not None:
         host._check_configurable(overlay["configurable"])
     now = host.clock()
-    with host.engine.begin() as conn:
+    with _one_snapshot(host.engine) as conn:
         source = get_run(conn, run_id)
         if source is None:
             raise NotFound(f"no run {run_id!r}")
@@ -159,6 +160,21 @@ def fork_run(
         status = str(created.status) if created is not None else "pending"
     host._enqueued(fork_id)
     return {"runId": fork_id, "sourceRunId": run_id, "fromSeq": from_seq, "mode": fork_mode, "status": status}
+
+
+@contextmanager
+def _one_snapshot(engine: Engine) -> Iterator[Connection]:
+    """A write transaction that reads one snapshot of the source (its log and its checkpoints).
+
+    The source may still be running: on PostgreSQL ``REPEATABLE READ`` keeps a checkpoint
+    written after the log was read out of the mapping. SQLite's ``BEGIN IMMEDIATE`` already
+    excludes every writer.
+    """
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            yield conn
 
 
 def _checked_mode(mode: str) -> ForkMode:
