@@ -291,3 +291,51 @@ def test_every_fork_point_of_an_accepted_run_replays_to_the_same_end(host: WopHo
         branched = host.fork(run_id, mode="branch", from_seq=from_seq, principal=ALICE)
         expected = "completed" if from_seq > answered else "waiting-approval"
         assert branched["status"] == expected, from_seq
+
+
+DRAWS: list[int] = []
+
+
+def _draw(invocation: NodeInvocation) -> dict[str, Any]:
+    DRAWS.append(len(DRAWS) + 1)
+    return {"value": DRAWS[-1]}
+
+
+def test_a_replayed_node_with_another_outcome_is_reported_and_the_run_goes_on(host: WopHost) -> None:
+    DRAWS.clear()
+    types = default_node_types()
+    types.register(NodeType("test.draw", _draw))  # pure, but not deterministic
+    document = {
+        "id": "draw-flow",
+        "name": "draw",
+        "version": "1.0",
+        "nodes": [
+            {"id": "draw", "typeId": "test.draw", "config": {}, "inputs": {}},
+            {"id": "done", "typeId": "core.noop", "config": {}, "inputs": {}},
+        ],
+        "edges": [{"id": "e1", "sourceNodeId": "draw", "targetNodeId": "done"}],
+        "triggers": [{"id": "manual", "type": "manual", "enabled": True}],
+        "variables": [],
+    }
+    register_definition(host, document, types)
+    source_id = host.create_run("draw-flow", {}, owner=ALICE)["runId"]
+    source = events(host, source_id)
+    original = next(d for d in source if d["type"] == "node.completed" and d["nodeId"] == "draw")
+
+    replayed = host.fork(source_id, mode="replay", principal=ALICE)
+    assert replayed["status"] == "completed"  # divergence is reported, never fatal
+    docs = events(host, replayed["runId"])
+    (diverged,) = payloads(docs, "replay.diverged")
+    assert diverged == {
+        "sourceRunId": source_id,
+        "atSequence": original["sequence"],
+        "originalEventId": original["eventId"],
+        "divergenceKind": "output",
+        "divergencePoint": "node.completed",
+    }
+    assert DRAWS == [1, 2]
+
+    # A replay whose node draws what the source drew reports nothing.
+    DRAWS.clear()  # the next draw is 1 again, as recorded
+    again = host.fork(source_id, mode="replay", principal=ALICE)
+    assert not payloads(events(host, again["runId"]), "replay.diverged")

@@ -505,7 +505,10 @@ def test_replay_side_effect_fails_closed_after_a_cancel_mid_hold(server: Server)
     snapshot = server.wait(fork_id, "failed")
     assert snapshot["error"]["code"] == "replay_source_missing"
     docs = server.events(fork_id)
-    assert types(docs, "wait") == ["node.started", "node.completed"]  # pure: re-executed live
+    # Pure: re-executed live; its outcome is one the cancelled source never recorded.
+    assert [t for t in types(docs, "wait") if t.startswith("node.")] == ["node.started", "node.completed"]
+    (diverged,) = payloads(docs, "replay.diverged")
+    assert (diverged["sourceRunId"], diverged["divergenceKind"]) == (run_id, "extra")
     (failed,) = payloads(docs, "node.failed")
     assert (failed["nodeId"], failed["error"]["code"]) == ("effect", "replay_source_missing")
     assert "node.completed" not in types(docs, "effect")

@@ -116,6 +116,8 @@ def _node_function(plan: Plan, spec: NodeSpec, node_type: NodeType) -> Any:
         except GraphBubbleUp:
             raise  # an interrupt (or a Command for a parent graph) is not a failure
         except Exception as exc:
+            if not node_type.side_effecting:  # a side effect's failure is the record's
+                _check_divergence(spec.node_id, None)
             step = settle(plan, schedule, spec.node_id, "failed")
             if not step.absorbed:
                 raise  # no edge admits the failure: the run fails with the node's error
@@ -125,6 +127,8 @@ def _node_function(plan: Plan, spec: NodeSpec, node_type: NodeType) -> Any:
                 NODE_FAILED_CHANNEL: {spec.node_id: _error_object(exc)},
             }
             return Command(goto=_goto(step.next_node), update=update)
+        if recorded is None:
+            _check_divergence(spec.node_id, outputs)
         step = settle(plan, schedule, spec.node_id, "success")
         _record_skips(step.skipped)
         update = {SCHEDULE_CHANNEL: step.schedule, OUTPUTS_CHANNEL: {spec.node_id: outputs}}
@@ -174,6 +178,21 @@ def _replayed_effect(node_id: str) -> Mapping[str, Any] | None:
     if context is None or context.replay is None:
         return None
     return context.replay.outcome(node_id)
+
+
+def _check_divergence(node_id: str, outputs: Mapping[str, Any] | None) -> None:
+    """In a replay fork, log ``replay.diverged`` when this execution's outcome differs from the record.
+
+    The run continues either way (replay.md §Divergence). Pure nodes only: a side-effecting node
+    takes its outcome from the record and cannot differ.
+    """
+    call = current_call()
+    context = call.context
+    if context is None or context.replay is None:
+        return
+    payload = context.replay.divergence(node_id, outputs)
+    if payload is not None:
+        call.emit("replay.diverged", payload, discriminator="replay.diverged")
 
 
 def _record_skips(skipped: tuple[tuple[str, str], ...]) -> None:

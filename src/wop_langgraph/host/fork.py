@@ -20,6 +20,7 @@ effects run.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -39,7 +40,7 @@ from wop_langgraph.nodes._context import stable_id
 from wop_langgraph.protocol.errors import IdTenantMismatch, NotFound, ValidationError, WopError
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table, checkpoints_table
-from wop_langgraph.store.events import NewEvent, StoredEvent, append_events, read_events
+from wop_langgraph.store.events import NewEvent, StoredEvent, append_events, last_sequence, read_events
 from wop_langgraph.store.forks import ForkMode, ForkRecord, fork_of, insert_fork
 from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run
 from wop_langgraph.store.recording import WriteBatch
@@ -685,6 +686,40 @@ class ReplayRecord:
         outputs = outcome.payload.get("outputs")
         return dict(outputs) if isinstance(outputs, Mapping) else {}
 
+    def divergence(self, node_id: str, outputs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The ``replay.diverged`` payload when a re-executed node's outcome differs from the record.
+
+        ``outputs`` is what the node returned, ``None`` when it failed. The node's ``n``-th
+        outcome in the source is compared (``n`` as in :meth:`outcome`); ``None`` outside a
+        replay or when they agree.
+        """
+        ended = ("node.completed", "node.failed")
+        with self._engine.connect() as conn:
+            fork = self._replay(conn)
+            if fork is None:
+                return None
+            so_far = conn.execute(
+                select(func.count()).where(
+                    events_table.c.run_id == self._run_id,
+                    events_table.c.node_id == node_id,
+                    events_table.c.type.in_(ended),
+                )
+            ).scalar_one()
+            recorded = [e for e in read_events(conn, fork.source_run_id, types=ended) if e.node_id == node_id]
+            source_end = last_sequence(conn, fork.source_run_id)
+        n = int(so_far) + 1
+        payload: dict[str, Any] = {"sourceRunId": fork.source_run_id, "divergencePoint": "node.completed"}
+        if len(recorded) < n:
+            # The source's log ended (cancelled, failed elsewhere) before this outcome.
+            return {**payload, "atSequence": max(source_end, 0), "divergenceKind": "extra"}
+        original = recorded[n - 1]
+        payload.update(atSequence=original.sequence, originalEventId=original.event_id)
+        if (original.type == "node.failed") != (outputs is None):
+            return {**payload, "divergenceKind": "type-mismatch"}
+        if outputs is not None and _json(original.payload.get("outputs") or {}) != _json(outputs):
+            return {**payload, "divergenceKind": "output"}
+        return None
+
     def recorded_id(self, event_type: str, field: str, node_id: str, task_ns: str, minted: str) -> str:
         """The ``field`` of the source's matching ``event_type`` event of ``node_id``, else ``minted``.
 
@@ -707,3 +742,7 @@ class ReplayRecord:
             if stable_id(self._run_id, task_ns, event_type, value) in own:
                 return value
         return recorded[len(mine)] if len(mine) < len(recorded) else minted
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)

@@ -60,6 +60,9 @@ class ReplaySource(Protocol):
     def recorded_id(self, event_type: str, field: str, node_id: str, task_ns: str, minted: str) -> str:
         """The identifier the source recorded where ``minted`` would be minted now (``minted`` if none)."""
 
+    def divergence(self, node_id: str, outputs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The ``replay.diverged`` payload when a re-executed node's outcome differs from the record."""
+
 
 @dataclass(frozen=True)
 class RunContext:
