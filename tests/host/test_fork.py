@@ -339,3 +339,12 @@ def test_a_replayed_node_with_another_outcome_is_reported_and_the_run_goes_on(ho
     DRAWS.clear()  # the next draw is 1 again, as recorded
     again = host.fork(source_id, mode="replay", principal=ALICE)
     assert not payloads(events(host, again["runId"]), "replay.diverged")
+
+
+async def test_afork_is_the_async_twin(host: WopHost) -> None:
+    source_id, source = rejected_run(host)
+    forked = await host.afork(
+        source_id, mode="replay", from_seq=seq_of(source, "interrupt.resolved"), principal=ALICE
+    )
+    assert forked["status"] == "failed"
+    assert (await host.asnapshot(forked["runId"]))["error"]["code"] == "approval_rejected"
