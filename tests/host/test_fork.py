@@ -348,3 +348,16 @@ async def test_afork_is_the_async_twin(host: WopHost) -> None:
     )
     assert forked["status"] == "failed"
     assert (await host.asnapshot(forked["runId"]))["error"]["code"] == "approval_rejected"
+
+
+def test_a_fork_point_whose_state_was_pruned_is_refused(host: WopHost) -> None:
+    source_id, source = rejected_run(host)
+    host.saver.prune([source_id])  # keeps only the latest checkpoint
+    with pytest.raises(ForkPointInvalid) as refused:
+        host.fork(source_id, mode="branch", from_seq=1, principal=ALICE)
+    assert refused.value.details == {"sourceRunId": source_id, "fromSeq": 1}
+    # A point the latest checkpoint still covers forks as before; so does a replay from the start.
+    assert (
+        host.fork(source_id, mode="replay", from_seq=len(source) - 1, principal=ALICE)["status"] == "failed"
+    )
+    assert host.fork(source_id, mode="replay", principal=ALICE)["status"] == "failed"

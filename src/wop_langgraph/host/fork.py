@@ -343,15 +343,23 @@ class _Copier:
             .order_by(cp.c.checkpoint_id)
         ).all()
         chosen: Any = None
-        for row in rows:
+        for index, row in enumerate(rows):
             chosen = row
             own = self._writes(row.checkpoint_id)
             if not all(
                 max(tasks[w.task_id].sequences, default=-1) < self.from_seq for w in own if w.task_id in tasks
             ):
+                # The state before this step is gone when older checkpoints were pruned (a
+                # thread's history starts with its input checkpoint, step -1).
+                if index == 0 and (row.metadata or {}).get("step", -1) != -1:
+                    chosen = None
                 break
         if chosen is None:
-            return
+            raise ForkPointInvalid(
+                f"the state of run {self.source_id!r} at fromSeq {self.from_seq} is no longer stored "
+                "(its checkpoints were pruned or deleted)",
+                details={"sourceRunId": self.source_id, "fromSeq": self.from_seq},
+            )
         values = dict(chosen._mapping)
         values.update(thread_id=self.fork_id, parent_checkpoint_id=None, run_id=None)
         self.conn.execute(cp.insert().values(**values))
