@@ -361,3 +361,46 @@ def test_a_fork_point_whose_state_was_pruned_is_refused(host: WopHost) -> None:
         host.fork(source_id, mode="replay", from_seq=len(source) - 1, principal=ALICE)["status"] == "failed"
     )
     assert host.fork(source_id, mode="replay", principal=ALICE)["status"] == "failed"
+
+
+def _answer_all(host: WopHost, run_id: str) -> None:
+    """Answer every pending interrupt (accept an approval, answer a question) until the run ends."""
+    for _ in range(20):
+        pending = host.pending_interrupts(run_id)
+        if not pending:
+            return
+        gate = pending[0]
+        if gate.kind == "approval":
+            value: Any = {"action": "accept"}
+        else:
+            value = {"answers": {q["id"]: "yes" for q in gate.payload["data"]["questions"]}}
+        host.resolve(run_id, gate.node_id, value, ALICE, key=gate.key)
+    raise AssertionError("the run kept asking")
+
+
+@pytest.mark.parametrize("name", ["parallel", "send", "loop", "two_asks"])
+def test_every_fork_point_of_other_topologies(host: WopHost, name: str) -> None:
+    from tests.host import _graphs
+
+    graph = {
+        "parallel": _graphs.parallel_graph,
+        "subgraph": _graphs.subgraph_graph,
+        "send": lambda: _graphs.send_graph(["a", "b"]),
+        "loop": _graphs.loop_graph,
+        "two_asks": _graphs.two_asks_graph,
+    }[name]()
+    run_id, _ = start(host, graph)
+    _answer_all(host, run_id)
+    source = events(host, run_id)
+    assert host.snapshot(run_id)["status"] == "completed"
+    outputs = payloads(source, "run.completed")[0]["outputs"]
+    for from_seq in range(len(source)):
+        replayed = host.fork(run_id, mode="replay", from_seq=from_seq, principal=ALICE)
+        assert replayed["status"] == "completed", (name, from_seq)
+        docs = events(host, replayed["runId"])
+        assert payloads(docs, "run.completed")[0]["outputs"] == outputs, (name, from_seq)
+        assert not [d for d in docs[from_seq:] if d["type"] == "interrupt.requested"], (name, from_seq)
+
+        branched = host.fork(run_id, mode="branch", from_seq=from_seq, principal=ALICE)
+        _answer_all(host, branched["runId"])
+        assert host.snapshot(branched["runId"])["status"] == "completed", (name, from_seq)

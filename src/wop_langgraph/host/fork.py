@@ -37,6 +37,7 @@ from wop_langgraph.host.principal import Principal
 from wop_langgraph.host.recorder import InterruptRecorder, _unwrap
 from wop_langgraph.host.resolver import _claim_in
 from wop_langgraph.nodes._context import stable_id
+from wop_langgraph.nodes._suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.errors import IdTenantMismatch, NotFound, ValidationError, WopError
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table, checkpoints_table
@@ -266,8 +267,11 @@ class _Copier:
         self.interrupts = interrupts_of_run(conn, source_id)
         self.new_ids: dict[str, str] = {}  # source event id -> fork event id
         self.renamed: dict[str, str] = {}  # source interrupt keys and ids -> the fork's
+        self.in_resume: set[str] = set()  # source interrupts whose answers the copied __resume__ holds
+        self.replay = False
 
     def copy(self, *, replay: bool) -> None:
+        self.replay = replay
         asked = self._asked_before()
         for record in asked:
             self.renamed[record.key] = _fork_key(record.key, self.source_id, self.fork_id)
@@ -363,7 +367,6 @@ class _Copier:
         values = dict(chosen._mapping)
         values.update(thread_id=self.fork_id, parent_checkpoint_id=None, run_id=None)
         self.conn.execute(cp.insert().values(**values))
-        asked_lg = {r.lg_interrupt_id for r in asked}
         for write in self._writes(chosen.checkpoint_id):
             task = tasks.get(write.task_id)
             # A task without node events (the input, channel bookkeeping) is state, not an execution.
@@ -372,11 +375,79 @@ class _Copier:
                 or not task.sequences
                 or (task.finished_at is not None and task.finished_at < self.from_seq)
             )
-            if not done and not (write.channel == _INTERRUPT and self._asks(write, asked_lg)):
-                continue  # the task runs again in the fork (a __resume__ is delivered anew)
             copied = dict(write._mapping)
             copied["thread_id"] = self.fork_id
+            if not done:
+                mine = [r for r in asked if r.task_id == write.task_id]
+                if write.channel == _INTERRUPT and mine:
+                    copied["type"], copied["blob"] = self._interrupt_write(write, mine)
+                elif write.channel == _RESUME and (resumed := self._resume_write(write, mine)) is not None:
+                    copied["type"], copied["blob"] = resumed
+                else:
+                    continue  # the task runs again in the fork and writes these anew
             self.conn.execute(checkpoint_writes_table.insert().values(**copied))
+
+    def _resume_write(self, write: Any, asked: list[InterruptRecord]) -> tuple[str, bytes] | None:
+        """The task's ``__resume__`` write cut to the answers the fork must not deliver again.
+
+        LangGraph matches resume values to a task's interrupts by their order and takes one new
+        answer per run of the task. The driver delivers one answer (the last given before
+        ``fromSeq``, or the source's later one a replay re-delivers); the answers before it stay
+        in this list, and the fork records them as consumed.
+        """
+        ordered = sorted(asked, key=lambda r: r.ordinal)
+        answered: list[InterruptRecord] = []
+        for record in ordered:
+            at = self._event_seq("interrupt.resolved", record.interrupt_id)
+            if at is None or at >= self.from_seq:
+                break
+            answered.append(record)
+        later = ordered[len(answered) :]
+        redelivered = self.replay and any(r.status in ("resolved", "expired") for r in later[:1])
+        kept = answered if redelivered else answered[:-1]
+        if not kept:
+            return None
+        try:
+            values = self.serde.loads_typed((write.type, write.blob))
+        except Exception:
+            return None
+        if not isinstance(values, list) or len(values) < len(kept):
+            return None
+        self.in_resume.update(r.interrupt_id for r in kept)
+        kind, blob = self.serde.dumps_typed(values[: len(kept)])
+        return str(kind), bytes(blob)
+
+    def _interrupt_write(self, write: Any, asked: list[InterruptRecord]) -> tuple[str, bytes]:
+        """The task's ``__interrupt__`` write holding exactly its interrupts asked before ``fromSeq``.
+
+        The stored write holds the task's latest interrupts only (a later ``interrupt()`` of the
+        same execution replaces it), so the earlier ones are rebuilt from their rows: LangGraph
+        needs their ids pending to resume them; the values are the node API's envelopes.
+        """
+        try:
+            stored = self.serde.loads_typed((write.type, write.blob))
+        except Exception:  # unreadable: rebuild every item from the rows
+            stored = []
+        items = {
+            i.id: i
+            for i in (stored if isinstance(stored, (list, tuple)) else [stored])
+            if isinstance(i, Interrupt)
+        }
+        rebuilt = [
+            items.get(r.lg_interrupt_id)
+            or Interrupt(
+                value={
+                    ENVELOPE_MARK: 1,
+                    "nodeId": r.node_id,
+                    "taskNs": r.checkpoint_ns,
+                    "payload": {k: v for k, v in r.payload.items() if k != "key"},
+                },
+                id=r.lg_interrupt_id,
+            )
+            for r in sorted(asked, key=lambda r: r.ordinal)
+        ]
+        kind, blob = self.serde.dumps_typed(rebuilt)
+        return str(kind), bytes(blob)
 
     def _writes(self, checkpoint_id: str) -> list[Any]:
         w = checkpoint_writes_table
@@ -391,16 +462,6 @@ class _Copier:
                 .order_by(w.c.task_id, w.c.idx)
             ).all()
         )
-
-    def _asks(self, write: Any, asked_lg: set[str]) -> bool:
-        """Whether an ``__interrupt__`` write holds only interrupts asked before ``fromSeq``."""
-        try:
-            value = self.serde.loads_typed((write.type, write.blob))
-        except Exception:  # an unreadable write is not fixed history we can vouch for
-            return False
-        items = value if isinstance(value, (list, tuple)) else [value]
-        ids = {i.id for i in items if isinstance(i, Interrupt)}
-        return bool(ids) and ids <= asked_lg
 
     # -- events and interrupts -------------------------------------------------------------------
 
@@ -443,7 +504,9 @@ class _Copier:
             resolved_at = self._event_seq("interrupt.resolved", record.interrupt_id)
             answered_before = resolved_at is not None and resolved_at < self.from_seq
             task = tasks.get(record.task_id)
-            consumed = task is not None and task.finished_at is not None and task.finished_at < self.from_seq
+            consumed = (
+                task is not None and task.finished_at is not None and task.finished_at < self.from_seq
+            ) or record.interrupt_id in self.in_resume
             key = self.renamed[record.key]
             row = replace(
                 record,
@@ -588,7 +651,7 @@ class ForkAwareRecorder(InterruptRecorder):
             visit_index, ordinal = same[0].visit_index, len(same)
         else:
             visit_index, ordinal = sum(1 for r in known if r.node_id == node_id and not r.is_pending), 0
-        source = _source_interrupt(conn, fork.source_run_id, item.id, node_id, visit_index, ordinal)
+        source = _source_interrupt(conn, fork.source_run_id, item.id, node_id, payload, known)
         if source is None or source.status not in ("resolved", "expired"):
             # Asked again. A gate the source asked too was notified then: not a second time.
             self._quiet.on = source is not None
@@ -619,13 +682,35 @@ class ForkAwareRecorder(InterruptRecorder):
 
 
 def _source_interrupt(
-    conn: Connection, source_id: str, lg_id: str, node_id: str, visit_index: int, ordinal: int
+    conn: Connection,
+    source_id: str,
+    lg_id: str,
+    node_id: str,
+    payload: Mapping[str, Any],
+    fork_rows: list[InterruptRecord],
 ) -> InterruptRecord | None:
-    """The source's interrupt at the same place (same LangGraph id, else same node visit)."""
+    """The source's interrupt that this one re-asks, if any.
+
+    The same LangGraph id (the fork re-runs a step of the copied checkpoint), else the node's
+    first source interrupt with the same payload that no interrupt of the fork stands for yet:
+    the n-th visit of a loop maps to the n-th, ``Send`` siblings to theirs.
+    """
     rows = interrupts_of_run(conn, source_id, node_id=node_id)
-    return next((r for r in rows if r.lg_interrupt_id == lg_id), None) or next(
-        (r for r in rows if (r.visit_index, r.ordinal) == (visit_index, ordinal)), None
-    )
+    same = next((r for r in rows if r.lg_interrupt_id == lg_id), None)
+    if same is not None:
+        return same
+    free = list(rows)
+    for mine in (r for r in fork_rows if r.node_id == node_id):
+        taken = next((r for r in free if r.lg_interrupt_id == mine.lg_interrupt_id), None) or next(
+            (r for r in free if _sans_key(r.payload) == _sans_key(mine.payload)), None
+        )
+        if taken is not None:
+            free.remove(taken)
+    return next((r for r in free if _sans_key(r.payload) == _sans_key(payload)), None)
+
+
+def _sans_key(payload: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in payload.items() if k != "key"}
 
 
 class _QuietHooks(list[Callable[[Connection, InterruptRecord], None]]):
