@@ -378,7 +378,7 @@ def _answer_all(host: WopHost, run_id: str) -> None:
     raise AssertionError("the run kept asking")
 
 
-@pytest.mark.parametrize("name", ["parallel", "send", "loop", "two_asks"])
+@pytest.mark.parametrize("name", ["parallel", "subgraph", "send", "loop", "two_asks"])
 def test_every_fork_point_of_other_topologies(host: WopHost, name: str) -> None:
     from tests.host import _graphs
 

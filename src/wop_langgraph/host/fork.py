@@ -229,6 +229,13 @@ def _insert_run(
     )
 
 
+def _under_task(record: InterruptRecord, task_id: str) -> bool:
+    """Whether the interrupt was raised by ``task_id`` or inside it (a subgraph it runs)."""
+    return record.task_id == task_id or any(
+        p.endswith(":" + task_id) for p in record.checkpoint_ns.split("|")
+    )
+
+
 def _stable(run_id: str, task_id: str, event_type: str) -> str:
     """The driver's once-only event id of a task event (host/driver.py ``_stable_event_id``)."""
     return hashlib.sha256(f"{run_id}|{task_id}|{event_type}".encode()).hexdigest()[:32]
@@ -377,15 +384,75 @@ class _Copier:
             )
             copied = dict(write._mapping)
             copied["thread_id"] = self.fork_id
-            if not done:
-                mine = [r for r in asked if r.task_id == write.task_id]
-                if write.channel == _INTERRUPT and mine:
-                    copied["type"], copied["blob"] = self._interrupt_write(write, mine)
-                elif write.channel == _RESUME and (resumed := self._resume_write(write, mine)) is not None:
-                    copied["type"], copied["blob"] = resumed
-                else:
-                    continue  # the task runs again in the fork and writes these anew
+            if not done and not self._waiting_write(write, copied, asked):
+                continue  # the task runs again in the fork and writes this anew
             self.conn.execute(checkpoint_writes_table.insert().values(**copied))
+        self._copy_subgraphs(tasks, asked)
+
+    def _waiting_write(self, write: Any, copied: dict[str, Any], asked: list[InterruptRecord]) -> bool:
+        """Fill ``copied`` with what a task waiting at ``fromSeq`` keeps of ``write``; False: nothing."""
+        if write.channel == _INTERRUPT:
+            under = [r for r in asked if _under_task(r, write.task_id)]
+            if under:
+                copied["type"], copied["blob"] = self._interrupt_write(write, under)
+                return True
+        elif write.channel == _RESUME:
+            resumed = self._resume_write(write, [r for r in asked if r.task_id == write.task_id])
+            if resumed is not None:
+                copied["type"], copied["blob"] = resumed
+                return True
+        return False
+
+    def _copy_subgraphs(self, tasks: Mapping[str, _Task], asked: list[InterruptRecord]) -> None:
+        """Copy the subgraph checkpoints that hold an interrupt asked before ``fromSeq``.
+
+        A subgraph keeps its own checkpoints under its parent task's namespace; the one whose
+        writes hold the next task of the interrupt's path is copied at each level, so the
+        subgraph resumes where it waited instead of starting again.
+        """
+        cp, w = checkpoints_table, checkpoint_writes_table
+        done_ns: set[tuple[str, str]] = set()
+        for record in asked:
+            parts = record.checkpoint_ns.split("|")
+            root = tasks.get(parts[0].rsplit(":", 1)[-1])
+            if len(parts) < 2 or (
+                root is not None and root.finished_at is not None and root.finished_at < self.from_seq
+            ):
+                continue
+            for level in range(1, len(parts)):
+                ns, next_task = "|".join(parts[:level]), parts[level].rsplit(":", 1)[-1]
+                holder = self.conn.execute(
+                    select(w.c.checkpoint_id)
+                    .where(w.c.thread_id == self.source_id, w.c.checkpoint_ns == ns, w.c.task_id == next_task)
+                    .order_by(w.c.checkpoint_id.desc())
+                    .limit(1)
+                ).scalar()
+                if holder is None or (ns, holder) in done_ns:
+                    continue
+                done_ns.add((ns, holder))
+                row = self.conn.execute(
+                    select(cp).where(
+                        cp.c.thread_id == self.source_id,
+                        cp.c.checkpoint_ns == ns,
+                        cp.c.checkpoint_id == holder,
+                    )
+                ).first()
+                if row is None:
+                    continue
+                values = dict(row._mapping)
+                values.update(thread_id=self.fork_id, parent_checkpoint_id=None, run_id=None)
+                self.conn.execute(cp.insert().values(**values))
+                writes = self.conn.execute(
+                    select(w).where(
+                        w.c.thread_id == self.source_id, w.c.checkpoint_ns == ns, w.c.checkpoint_id == holder
+                    )
+                ).all()
+                for write in writes:
+                    copied = dict(write._mapping)
+                    copied["thread_id"] = self.fork_id
+                    if write.task_id == next_task and not self._waiting_write(write, copied, asked):
+                        continue
+                    self.conn.execute(w.insert().values(**copied))
 
     def _resume_write(self, write: Any, asked: list[InterruptRecord]) -> tuple[str, bytes] | None:
         """The task's ``__resume__`` write cut to the answers the fork must not deliver again.
