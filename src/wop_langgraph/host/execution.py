@@ -22,8 +22,8 @@ from typing import Any
 from sqlalchemy import Engine, select, update
 
 from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
-from wop_langgraph.host.fork import ReplayRecord
 from wop_langgraph.host.registry import GraphRegistry
+from wop_langgraph.host.replay import ReplayRecord
 from wop_langgraph.nodes._context import RunContext
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
 from wop_langgraph.store.run_queue import (

@@ -21,9 +21,10 @@ from sqlalchemy import Engine, select, update
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.host.driver import jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, RunOptions, run_option
-from wop_langgraph.host.fork import ForkAwareRecorder, fork_run
+from wop_langgraph.host.fork import fork_run
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.registry import GraphRegistry
+from wop_langgraph.host.replay import ForkAwareRecorder
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.host.worker import WorkerPool
