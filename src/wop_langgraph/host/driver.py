@@ -7,8 +7,11 @@ begins) and strict resume (an unknown or already-consumed interrupt id is refuse
 applied to another question), then settles the run: waiting on its pending interrupts,
 completed, or failed. Sync graphs stream on the worker's thread; graphs with ``async def``
 nodes stream on an event loop of their own. Interrupt events are written by the store's
-recorder inside the checkpoint transaction; the driver adds ``node.started`` /
-``node.resumed`` / ``node.completed`` / ``node.failed`` and the run's terminal event.
+recorder inside the checkpoint transaction, and so is the event that ends one of the graph's
+own node tasks (``node.completed`` / ``node.failed``, in the transaction of the task's writes,
+so a crash cannot keep the writes and lose the event). The driver adds ``node.started`` /
+``node.resumed`` as tasks start, the ends of call and ``Send`` tasks, and the run's terminal
+event.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import enum
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command
@@ -32,6 +37,7 @@ from sqlalchemy import Connection, Engine, case, select, update
 
 from wop_langgraph.adapters import is_bare, to_node_value
 from wop_langgraph.host.errors_public import public_error
+from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.nodes._context import (
     CONTEXT_KEY,
     NODE_FAILED_CHANNEL,
@@ -49,6 +55,7 @@ from wop_langgraph.store.interrupts import (
     mark_consumed,
     resolved_unconsumed,
 )
+from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_queue import Claim
 from wop_langgraph.store.run_tables import event_counters_table, events_table, runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES
@@ -60,6 +67,10 @@ STRICT_RESUME_KEY = "__pregel_strict_resume"
 NODE_TYPE_ID = "langgraph.node"
 #: LangGraph's trigger of a task it pushed: a ``Send``, or a ``@task`` called from a node.
 _PUSH = "__pregel_push"
+#: How a top-level node task's path starts in its writes (``~__pregel_pull, <node>``).
+_PULL_PATH = "~__pregel_pull, "
+#: How long the stream waits for the transaction of a task's writes to record its end.
+_END_RECORD_TIMEOUT_S = 30.0
 
 
 def jsonable(value: Any) -> Any:
@@ -126,6 +137,8 @@ class _PassTasks:
     names: dict[str, str] = field(default_factory=dict)  # started tasks: id -> the node id of their events
     #: (interrupt id, node id) already resumed: a later visit of the node in the pass starts afresh.
     answered: set[tuple[str, str]] = field(default_factory=set)
+    #: Started node tasks whose end the transaction of their writes records.
+    pulled: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -141,6 +154,8 @@ class GraphDriver:
     is_async: bool = False
     signal: DriveSignal = field(default_factory=DriveSignal)
     _tasks: _PassTasks | None = field(default=None, init=False, repr=False)
+    #: While streaming with our recorder: the node tasks whose ends the saver records.
+    _ends: _TaskEnds | None = field(default=None, init=False, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -211,21 +226,56 @@ class GraphDriver:
     ) -> tuple[BaseException, str | None] | None:
         """Stream the graph; returns the node's or graph's own failure, if it failed."""
         failed_node: str | None = None
-        if self.is_async:
-            outcome: tuple[BaseException, str | None] | None = _run_coroutine(
-                self._astream(graph_input, config, resumed)
-            )
-            return outcome
+        with self._recording_task_ends():
+            if self.is_async:
+                outcome: tuple[BaseException, str | None] | None = _run_coroutine(
+                    self._astream(graph_input, config, resumed)
+                )
+                return outcome
+            try:
+                for chunk in self.graph.stream(graph_input, config, stream_mode="tasks", durability="sync"):
+                    failed_node = self._on_task(chunk, resumed) or failed_node
+                    if self.signal.stop.is_set():
+                        break
+            except (UnknownInterruptError, RunLogClosed):
+                raise
+            except Exception as exc:  # the node's or the graph's own failure ends the run
+                return exc, failed_node
+            return None
+
+    @contextmanager
+    def _recording_task_ends(self) -> Iterator[None]:
+        """While streaming, have the saver's transactions record the ends of the graph's node tasks."""
+        recorder = getattr(self.graph.checkpointer, "recorder", None)
+        if not isinstance(recorder, InterruptRecorder):
+            yield  # a store without our recorder: the stream records every end
+            return
+        self._ends = _TaskEnds(self)
         try:
-            for chunk in self.graph.stream(graph_input, config, stream_mode="tasks", durability="sync"):
-                failed_node = self._on_task(chunk, resumed) or failed_node
-                if self.signal.stop.is_set():
-                    break
-        except (UnknownInterruptError, RunLogClosed):
-            raise
-        except Exception as exc:  # the node's or the graph's own failure ends the run
-            return exc, failed_node
-        return None
+            with recorder.task_writes(self.run_id, self._ends):
+                yield
+        finally:
+            self._ends = None
+
+    def _record_task_end(self, conn: Connection, batch: WriteBatch) -> None:
+        """Log the end of a node task in the transaction that stores its writes."""
+        if not batch.task_path.startswith(_PULL_PATH):
+            return  # a ``Send`` or a call task: its end is logged from the stream
+        name = batch.task_path[len(_PULL_PATH) :]
+        node = self.graph.nodes.get(name)
+        if node is None or TAG_HIDDEN in (node.tags or ()):
+            return  # not a node of this graph, or one the stream hides (``__start__``)
+        writes = batch.writes
+        if any(channel == "__interrupt__" for channel, _ in writes):
+            return  # suspended: the interrupt's events close the execution
+        error = next((value for channel, value in writes if channel == "__error__"), None)
+        if isinstance(error, asyncio.CancelledError):
+            return  # the run was cancelled: nothing goes after its terminal event
+        event = self._end_event(name, batch.task_id, error, _single_writes(writes))
+        stable = _stable_event_id(self.run_id, batch.task_id, event.type)
+        event = NewEvent(event.type, event.payload, node_id=event.node_id, event_id=stable)
+        with suppress(RunLogClosed):  # cancelled meanwhile
+            append_event_once(conn, self.run_id, event, now=self.clock())
 
     async def _astream(
         self, graph_input: Any, config: RunnableConfig, resumed: Mapping[str, InterruptRecord]
@@ -265,33 +315,42 @@ class GraphDriver:
             tasks.names[task_id] = name
             if name == chunk["name"]:
                 tasks.callers[task_id] = name
+                if self._ends is not None and _PUSH not in (chunk.get("triggers") or ()):
+                    tasks.pulled.add(task_id)
+                    self._ends.expect(task_id)
             self._on_start(task_id, name, name != chunk["name"], tasks)
             return None
         name = tasks.names.pop(task_id, "") or self._task_name(tasks, chunk)
         tasks.callers.pop(task_id, None)
-        if chunk["error"] is not None:
-            error = chunk["error"]
-            obj = public_error(error, run_id=self.run_id, node_id=name)
-            self._append_once(_node_failed(name, obj), task_id)
-            return name
-        if chunk.get("interrupts"):
+        error = chunk["error"]
+        if error is None and chunk.get("interrupts"):
             return None
+        if task_id in tasks.pulled:
+            tasks.pulled.discard(task_id)
+            # Its end is logged with its writes: let that commit come first, so that what is
+            # logged next comes after it.
+            if self._ends is not None and self._ends.wait_for(task_id):
+                return name if error is not None else None
         result = chunk.get("result") or {}
+        self._append_once(self._end_event(name, task_id, error, result), task_id)
+        return name if error is not None else None
+
+    def _end_event(self, name: str, task_id: str, error: Any, result: Any) -> NewEvent:
+        """``node.completed`` or ``node.failed`` for a task that ended with ``error`` / ``result``."""
+        if error is not None:
+            return _node_failed(name, public_error(error, run_id=self.run_id, node_id=name))
         failed = result.get(NODE_FAILED_CHANNEL) if isinstance(result, Mapping) else None
         if isinstance(failed, dict) and name in failed:  # failed, and an edge admitting failure goes on
-            event = _node_failed(name, failed[name])
-        elif task_id in self.context.routed_rejections:
+            return _node_failed(name, failed[name])
+        if task_id in self.context.routed_rejections:
             # A rejected gate that continues on its route is still a failed source (interrupt.md).
             obj = {"code": "approval_rejected", "message": "the approval was rejected", "retryable": False}
-            event = _node_failed(name, obj)
-        else:
-            completed: dict[str, Any] = {"nodeId": name}
-            outputs = result.get(NODE_OUTPUTS_CHANNEL) if isinstance(result, Mapping) else None
-            if isinstance(outputs, dict) and isinstance(outputs.get(name), dict):
-                completed["outputs"] = jsonable(outputs[name])
-            event = NewEvent("node.completed", completed, node_id=name)
-        self._append_once(event, task_id)
-        return None
+            return _node_failed(name, obj)
+        completed: dict[str, Any] = {"nodeId": name}
+        outputs = result.get(NODE_OUTPUTS_CHANNEL) if isinstance(result, Mapping) else None
+        if isinstance(outputs, dict) and isinstance(outputs.get(name), dict):
+            completed["outputs"] = jsonable(outputs[name])
+        return NewEvent("node.completed", completed, node_id=name)
 
     def _pass_tasks(self, resumed: Mapping[str, InterruptRecord]) -> _PassTasks:
         """The task bookkeeping of the current pass (each pass streams with its own ``resumed``)."""
@@ -470,9 +529,64 @@ class GraphDriver:
             append_events(conn, self.run_id, [event], now=now, close=True)
 
 
+class _TaskEnds:
+    """Logs the ends of a run's node tasks in the transactions of their writes.
+
+    LangGraph stores a task's writes and the next checkpoint from background threads, neither
+    waiting for the other. The checkpoint supersedes the writes: if it committed first and the
+    process died before the writes did, the task would never run again and its end would be
+    lost. So a checkpoint of the run waits until every started node task's writes, and with
+    them its end, have committed.
+    """
+
+    def __init__(self, driver: GraphDriver) -> None:
+        self._driver = driver
+        self._guard = threading.Condition()
+        self._awaited: set[str] = set()
+        self._committed: set[str] = set()
+
+    def expect(self, task_id: str) -> None:
+        """A node task started: its end is to be logged with its writes."""
+        with self._guard:
+            if task_id not in self._committed:
+                self._awaited.add(task_id)
+
+    def wait_for(self, task_id: str) -> bool:
+        """Whether ``task_id``'s writes committed (waiting for them, bounded)."""
+        with self._guard:
+            return self._guard.wait_for(lambda: task_id in self._committed, _END_RECORD_TIMEOUT_S)
+
+    def record(self, conn: Connection, batch: WriteBatch) -> None:
+        self._driver._record_task_end(conn, batch)
+
+    def committed(self, batch: WriteBatch) -> None:
+        with self._guard:
+            self._committed.add(batch.task_id)
+            self._awaited.discard(batch.task_id)
+            self._guard.notify_all()
+
+    def before_checkpoint(self) -> None:
+        with self._guard:
+            # Bounded: a task that ends without writes (LangGraph writes none for a bubbling
+            # ``ParentCommand``) must not hold the run forever.
+            self._guard.wait_for(lambda: not self._awaited, _END_RECORD_TIMEOUT_S)
+            self._awaited.clear()
+
+
 def resume_command(delivered: list[InterruptRecord], values: Mapping[str, Any]) -> Command[Any]:
     """The strict ``Command(resume={langgraph_interrupt_id: delivery})`` for these interrupts."""
     return Command(resume={r.lg_interrupt_id: values[r.interrupt_id] for r in delivered})
+
+
+def _single_writes(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """Channel -> value of the channels written once (as a ``tasks`` stream result holds them)."""
+    values: dict[str, Any] = {}
+    repeated: set[str] = set()
+    for channel, value in writes:
+        if channel in values:
+            repeated.add(channel)
+        values[channel] = value
+    return {channel: value for channel, value in values.items() if channel not in repeated}
 
 
 def _node_failed(name: str, error: dict[str, Any]) -> NewEvent:
