@@ -21,6 +21,7 @@ import concurrent.futures
 import enum
 import hashlib
 import json
+import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -53,7 +54,7 @@ from wop_langgraph.store.interrupts import (
     InterruptRecord,
     interrupts_of_run,
     mark_consumed,
-    resolved_unconsumed,
+    open_work,
 )
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_queue import Claim
@@ -69,8 +70,10 @@ NODE_TYPE_ID = "langgraph.node"
 _PUSH = "__pregel_push"
 #: How a top-level node task's path starts in its writes (``~__pregel_pull, <node>``).
 _PULL_PATH = "~__pregel_pull, "
-#: How long the stream waits for the transaction of a task's writes to record its end.
-_END_RECORD_TIMEOUT_S = 30.0
+#: How long a checkpoint (or the stream) waits for the transaction of a task's writes.
+_END_RECORD_TIMEOUT_S = 10.0
+
+_log = logging.getLogger("wop_langgraph.driver")
 
 
 def jsonable(value: Any) -> Any:
@@ -156,6 +159,10 @@ class GraphDriver:
     _tasks: _PassTasks | None = field(default=None, init=False, repr=False)
     #: While streaming with our recorder: the node tasks whose ends the saver records.
     _ends: _TaskEnds | None = field(default=None, init=False, repr=False)
+    #: The run's pending interrupts when the pass began.
+    _pending_at_start: list[InterruptRecord] = field(default_factory=list, init=False, repr=False)
+    #: The tasks of the pass's first step that finished before the pass.
+    _finished_before: set[str] = field(default_factory=set, init=False, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -171,19 +178,23 @@ class GraphDriver:
         if status in TERMINAL_STATUSES:
             return self._stopped(claim)
         with self.engine.connect() as conn:
-            undelivered = resolved_unconsumed(conn, self.run_id)
-            pending = interrupts_of_run(conn, self.run_id, statuses=["pending"])
+            undelivered, pending = open_work(conn, self.run_id)
         config = self._config()
+        saved = self.graph.checkpointer.get_tuple(config)  # type: ignore[union-attr]
+        # Tasks of the saved step that finished already: LangGraph streams their start, but
+        # does not run them again.
+        self._finished_before = _finished_tasks(saved.pending_writes or []) if saved else set()
         if undelivered:
             values = {r.interrupt_id: _node_value(r) for r in undelivered}
             graph_input: Any = resume_command(undelivered, values)
-        elif self.graph.checkpointer.get_tuple(config) is None:  # type: ignore[union-attr]
+        elif saved is None:
             graph_input = first_input if first_input is not None else {}
         elif pending:
             return self._settle(claim, config)  # nothing to run until someone answers
         else:
             graph_input = None  # continue from the last checkpoint (a crash interrupted a step)
         try:
+            self._pending_at_start = pending
             failure = self._stream(graph_input, config, {r.task_id: r for r in undelivered})
         except UnknownInterruptError as exc:
             # Delivered before a crash: LangGraph consumed these already; continue from there.
@@ -250,7 +261,7 @@ class GraphDriver:
         if not isinstance(recorder, InterruptRecorder):
             yield  # a store without our recorder: the stream records every end
             return
-        self._ends = _TaskEnds(self)
+        self._ends = _TaskEnds(self, finished=self._finished_before)
         try:
             with recorder.task_writes(self.run_id, self._ends):
                 yield
@@ -318,7 +329,8 @@ class GraphDriver:
                 if self._ends is not None and _PUSH not in (chunk.get("triggers") or ()):
                     tasks.pulled.add(task_id)
                     self._ends.expect(task_id)
-            self._on_start(task_id, name, name != chunk["name"], tasks)
+            pulled = name == chunk["name"] and _PUSH not in (chunk.get("triggers") or ())
+            self._on_start(task_id, name, name != chunk["name"], tasks, pulled=pulled)
             return None
         name = tasks.names.pop(task_id, "") or self._task_name(tasks, chunk)
         tasks.callers.pop(task_id, None)
@@ -372,8 +384,16 @@ class GraphDriver:
         callers = set(tasks.callers.values())
         return f"{callers.pop()}.{name}" if len(callers) == 1 else name
 
-    def _on_start(self, task_id: str, name: str, is_call: bool, tasks: _PassTasks) -> None:
+    def _on_start(self, task_id: str, name: str, is_call: bool, tasks: _PassTasks, *, pulled: bool) -> None:
         """Open the task's execution in the log, unless it is replayed or already suspended."""
+        if pulled and not self.is_async:
+            # A sync stream hands over a node task's start before the task runs: it cannot have
+            # finished or suspended in this pass, only before it (a pending interrupt of it).
+            if any(p.task_id == task_id or p.node_id.startswith(name + ".") for p in self._pending_at_start):
+                return
+            with self.engine.begin() as conn:
+                self._open_execution(conn, task_id, name, tasks)
+            return
         closed = [_stable_event_id(self.run_id, task_id, kind) for kind in ("node.completed", "node.failed")]
         with self.engine.begin() as conn:
             # Taken in the order the recorder takes it: its suspension of this task is either
@@ -392,20 +412,24 @@ class GraphDriver:
                 # The calling node's copy of a call task's interrupt carries the caller's task id.
                 if own or (is_call and pending.node_id == name and pending.task_id in caller_ids):
                     return  # it suspended before its start was streamed: the suspension closed it
-            record = tasks.resumed.get(task_id) or next(
-                (r for r in tasks.resumed.values() if r.node_id == name or r.node_id.startswith(name + ".")),
-                None,
-            )
-            if record is not None and (record.interrupt_id, name) not in tasks.answered:
-                tasks.answered.add((record.interrupt_id, name))
-                # Re-executed to receive an answer (its own, or one a task it calls asked for):
-                # one execution per answer, so the stable id names the interrupt too.
-                payload = {"nodeId": name, "interruptId": record.interrupt_id}
-                event = NewEvent("node.resumed", payload, node_id=name)
-                self._append_once_in(conn, event, f"{task_id}|{record.interrupt_id}")
-            else:
-                payload = {"nodeId": name, "typeId": self._type_id(name)}
-                self._append_once_in(conn, NewEvent("node.started", payload, node_id=name), task_id)
+            self._open_execution(conn, task_id, name, tasks)
+
+    def _open_execution(self, conn: Connection, task_id: str, name: str, tasks: _PassTasks) -> None:
+        """Append ``node.resumed`` (re-executed to receive an answer) or ``node.started``."""
+        record = tasks.resumed.get(task_id) or next(
+            (r for r in tasks.resumed.values() if r.node_id == name or r.node_id.startswith(name + ".")),
+            None,
+        )
+        if record is not None and (record.interrupt_id, name) not in tasks.answered:
+            tasks.answered.add((record.interrupt_id, name))
+            # Re-executed to receive an answer (its own, or one a task it calls asked for):
+            # one execution per answer, so the stable id names the interrupt too.
+            payload = {"nodeId": name, "interruptId": record.interrupt_id}
+            event = NewEvent("node.resumed", payload, node_id=name)
+            self._append_once_in(conn, event, f"{task_id}|{record.interrupt_id}")
+        else:
+            payload = {"nodeId": name, "typeId": self._type_id(name)}
+            self._append_once_in(conn, NewEvent("node.started", payload, node_id=name), task_id)
 
     def _type_id(self, name: str) -> str:
         """The node's OpenWOP ``typeId`` when its graph names one (definitions), else ours."""
@@ -454,9 +478,9 @@ class GraphDriver:
         state = self.graph.get_state(config)
         now = self.clock()
         with self.engine.begin() as conn:
-            if resolved_unconsumed(conn, self.run_id):
+            undelivered, pending = open_work(conn, self.run_id)
+            if undelivered:
                 return Pass.AGAIN  # a resolution committed while the graph ran
-            pending = interrupts_of_run(conn, self.run_id, statuses=["pending"])
             if pending and state.interrupts:
                 first = pending[0]
                 rest = conn.execute(
@@ -539,14 +563,14 @@ class _TaskEnds:
     them its end, have committed.
     """
 
-    def __init__(self, driver: GraphDriver) -> None:
+    def __init__(self, driver: GraphDriver, *, finished: set[str]) -> None:
         self._driver = driver
         self._guard = threading.Condition()
         self._awaited: set[str] = set()
-        self._committed: set[str] = set()
+        self._committed: set[str] = set(finished)
 
     def expect(self, task_id: str) -> None:
-        """A node task started: its end is to be logged with its writes."""
+        """A node task started: its end is to be logged with its writes (unless it finished)."""
         with self._guard:
             if task_id not in self._committed:
                 self._awaited.add(task_id)
@@ -569,13 +593,24 @@ class _TaskEnds:
         with self._guard:
             # Bounded: a task that ends without writes (LangGraph writes none for a bubbling
             # ``ParentCommand``) must not hold the run forever.
-            self._guard.wait_for(lambda: not self._awaited, _END_RECORD_TIMEOUT_S)
+            if not self._guard.wait_for(lambda: not self._awaited, _END_RECORD_TIMEOUT_S):
+                _log.warning("run %s: no writes arrived for tasks %s", self._driver.run_id, self._awaited)
             self._awaited.clear()
 
 
 def resume_command(delivered: list[InterruptRecord], values: Mapping[str, Any]) -> Command[Any]:
     """The strict ``Command(resume={langgraph_interrupt_id: delivery})`` for these interrupts."""
     return Command(resume={r.lg_interrupt_id: values[r.interrupt_id] for r in delivered})
+
+
+#: Writes that tell what happened to a task; any other write is output (see LangGraph's
+#: ``pregel._task_status``: a task finished if and only if it has an output write).
+_CONTROL_WRITES = frozenset({"__interrupt__", "__resume__", "__error__", "__error_source_node__"})
+
+
+def _finished_tasks(pending_writes: Sequence[tuple[str, str, Any]]) -> set[str]:
+    """The ids of the tasks that finished, among a saved step's pending writes."""
+    return {task_id for task_id, channel, _ in pending_writes if channel not in _CONTROL_WRITES}
 
 
 def _single_writes(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
