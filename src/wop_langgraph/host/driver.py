@@ -190,7 +190,7 @@ class GraphDriver:
         elif saved is None:
             graph_input = first_input if first_input is not None else {}
         elif pending:
-            return self._settle(claim, config)  # nothing to run until someone answers
+            return self._settle(claim, config, [])  # nothing to run until someone answers
         else:
             graph_input = None  # continue from the last checkpoint (a crash interrupted a step)
         try:
@@ -205,19 +205,23 @@ class GraphDriver:
             return Pass.AGAIN
         except (RunLogClosed, asyncio.CancelledError):
             return self._stopped(claim)
-        self._consumed(undelivered)
+        # The graph ran past the delivered resolutions: they are marked consumed in the
+        # transaction that settles the pass.
         if self.signal.stop.is_set():
-            return self._stopped(claim)
+            return self._stopped(claim, undelivered)
         if failure is not None:
             error, failed_node = failure
-            self._finish(
-                claim,
-                "failed",
-                error=public_error(error, run_id=self.run_id, node_id=failed_node),
-                failed_node=failed_node,
-            )
+            with self.engine.begin() as conn:
+                self._mark_consumed(conn, undelivered)
+                self._finish(
+                    conn,
+                    claim,
+                    "failed",
+                    error=public_error(error, run_id=self.run_id, node_id=failed_node),
+                    failed_node=failed_node,
+                )
             return Pass.IDLE
-        return self._settle(claim, config)
+        return self._settle(claim, config, undelivered)
 
     # -- streaming ---------------------------------------------------------------------------
 
@@ -467,17 +471,21 @@ class GraphDriver:
             return None
         return int(row.queue_version), str(row.status)
 
-    def _consumed(self, delivered: list[InterruptRecord]) -> None:
+    def _mark_consumed(self, conn: Connection, delivered: list[InterruptRecord]) -> None:
         """Mark the delivered resolutions as consumed: the graph ran past them."""
         if delivered:
-            with self.engine.begin() as conn:
-                mark_consumed(conn, [r.interrupt_id for r in delivered], now=self.clock())
+            mark_consumed(conn, [r.interrupt_id for r in delivered], now=self.clock())
 
-    def _settle(self, claim: Claim, config: RunnableConfig) -> Pass:
-        """Leave the queue waiting on an interrupt, or end the run, or go again if work arrived."""
+    def _settle(self, claim: Claim, config: RunnableConfig, delivered: list[InterruptRecord]) -> Pass:
+        """Leave the queue waiting on an interrupt, or end the run, or go again if work arrived.
+
+        One transaction: the delivered resolutions are consumed, the run's open interrupts
+        read, and the run either waits (if no work arrived meanwhile) or ends.
+        """
         state = self.graph.get_state(config)
         now = self.clock()
         with self.engine.begin() as conn:
+            self._mark_consumed(conn, delivered)
             undelivered, pending = open_work(conn, self.run_id)
             if undelivered:
                 return Pass.AGAIN  # a resolution committed while the graph ran
@@ -501,24 +509,25 @@ class GraphDriver:
                     )
                 ).rowcount
                 return Pass.IDLE if rest else Pass.AGAIN
-        if state.next:
-            # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
-            self._finish(claim, "failed", error=_stuck_error(state.next))
-            return Pass.IDLE
-        outputs = (
-            jsonable(state.values) if isinstance(state.values, dict) else {"value": jsonable(state.values)}
-        )
-        self._finish(claim, "completed", outputs=outputs)
+            if state.next:
+                # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
+                self._finish(conn, claim, "failed", error=_stuck_error(state.next))
+                return Pass.IDLE
+            values = state.values
+            outputs = jsonable(values) if isinstance(values, dict) else {"value": jsonable(values)}
+            self._finish(conn, claim, "completed", outputs=outputs)
         return Pass.IDLE
 
-    def _stopped(self, claim: Claim) -> Pass:
+    def _stopped(self, claim: Claim, delivered: list[InterruptRecord] | None = None) -> Pass:
         """The run was cancelled while driven: drop it from the queue, write nothing more."""
         with self.engine.begin() as conn:
+            self._mark_consumed(conn, delivered or [])
             _dequeue(conn, claim)
         return Pass.IDLE
 
     def _finish(
         self,
+        conn: Connection,
         claim: Claim,
         status: str,
         *,
@@ -526,31 +535,31 @@ class GraphDriver:
         error: dict[str, Any] | None = None,
         failed_node: str | None = None,
     ) -> None:
+        """End the run in ``conn``'s transaction: its row, the queue, the terminal event."""
         now = self.clock()
-        with self.engine.begin() as conn:
-            changed = conn.execute(
-                update(runs_table)
-                .where(runs_table.c.run_id == self.run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
-                .values(
-                    status=status,
-                    outputs=outputs,
-                    error=error,
-                    current_node_id=failed_node if status == "failed" else None,
-                    updated_at=now,
-                    completed_at=now,
-                )
-            ).rowcount
-            _dequeue(conn, claim)
-            if not changed:
-                return  # cancelled meanwhile: the cancellation already wrote the terminal event
-            if status == "completed":
-                event = NewEvent("run.completed", {"outputs": outputs or {}})
-            else:
-                payload: dict[str, Any] = {"error": error}
-                if failed_node is not None:
-                    payload["failedNodeId"] = failed_node
-                event = NewEvent("run.failed", payload)
-            append_events(conn, self.run_id, [event], now=now, close=True)
+        changed = conn.execute(
+            update(runs_table)
+            .where(runs_table.c.run_id == self.run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
+            .values(
+                status=status,
+                outputs=outputs,
+                error=error,
+                current_node_id=failed_node if status == "failed" else None,
+                updated_at=now,
+                completed_at=now,
+            )
+        ).rowcount
+        _dequeue(conn, claim)
+        if not changed:
+            return  # cancelled meanwhile: the cancellation already wrote the terminal event
+        if status == "completed":
+            event = NewEvent("run.completed", {"outputs": outputs or {}})
+        else:
+            payload: dict[str, Any] = {"error": error}
+            if failed_node is not None:
+                payload["failedNodeId"] = failed_node
+            event = NewEvent("run.failed", payload)
+        append_events(conn, self.run_id, [event], now=now, close=True)
 
 
 class _TaskEnds:
