@@ -1,7 +1,8 @@
 """Graphs for the worker crash tests, importable by ``wop-langgraph worker`` subprocesses.
 
-``write`` and ``publish`` sleep a little (like model calls), so a SIGKILL at a random moment
-lands before the first interrupt, inside a resumed node, or between a claim and its delivery.
+``write`` and ``publish`` sleep a little (like model calls), wide enough windows for a test to
+kill a worker before the first interrupt or in the node after the gate. ``review`` records the
+decision it received (action and feedback), so a test can tell which resolution was delivered.
 """
 
 from __future__ import annotations
@@ -20,21 +21,22 @@ WORKFLOW = "crash-review"
 class State(TypedDict, total=False):
     log: list[str]
     decision: str
+    feedback: str | None
 
 
 def write(state: State) -> dict[str, Any]:
-    time.sleep(0.15)
+    time.sleep(0.4)
     return {"log": ["write"]}
 
 
 def review(state: State) -> dict[str, Any]:
     decision = request_approval("doc", "text/plain", "Publish?", artifact_data="draft")
     time.sleep(0.1)
-    return {"decision": decision.action, "log": [*state["log"], "review"]}
+    return {"decision": decision.action, "feedback": decision.feedback, "log": [*state["log"], "review"]}
 
 
 def publish(state: State) -> dict[str, Any]:
-    time.sleep(0.2)
+    time.sleep(0.4)
     return {"log": [*state["log"], "publish"]}
 
 
