@@ -119,6 +119,7 @@ def worker_process(
     target: str,
     concurrency: int = 2,
     extra_args: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
     start_timeout: float = 120.0,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """A ``wop-langgraph worker`` process, yielded once its workers run; stopped afterwards.
@@ -127,7 +128,11 @@ def worker_process(
     ``start_timeout`` is generous because a loaded machine can take many seconds to import.
     A test may SIGKILL it; on exit a live one is killed.
     """
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        **(extra_env or {}),
+    }
     command = [
         sys.executable,
         "-m",
