@@ -341,6 +341,10 @@ def test_a_server_killed_during_post_runs_leaves_nothing_stuck(db_url: str, make
                 trials.resolve(rid)
         trials.wait_all(run_ids, {"completed"})
     assert set(acknowledged.values()) <= set(run_ids)
+    print(
+        f"\n{max(2, TRIALS // 3)} server kills: {len(acknowledged)} runs answered 201, {len(unanswered)} "
+        f"requests cut off and retried, {len(run_ids)} runs in the database, all completed"
+    )
     for rid in run_ids:
         docs = events(host, rid)
         assert len(payloads(docs, "interrupt.requested")) == 1
