@@ -5,7 +5,8 @@ process that holds it (SIGSTOP, so what it was doing can be read from the databa
 (SIGKILL). The points, taken in turn until each was hit: *before the first interrupt* (the
 worker is in ``write``); *between claim and delivery* (a resolution was answered 200 and
 committed, the graph has not received it: either the dying worker had leased the run and not
-resumed it yet, or every worker was frozen before the resolve); *after a resolved gate* (the
+handed it the value yet, a window the workers widen by pausing there (``_crash_graphs``), or the
+worker was killed before the resolve while the others were frozen); *after a resolved gate* (the
 worker is in the resumed ``review`` or in ``publish``). On SQLite one worker process runs and is
 restarted after each kill; on PostgreSQL two run, one is killed and the other continues the
 dead one's runs once its lease has run out (a replacement is started for the next trial).
