@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Connection, Engine, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.host.driver import jsonable
@@ -186,11 +186,14 @@ class WopHost:
         tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         wait: bool = True,
+        on_commit: Callable[[Connection, dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """Create a run and queue it; returns its snapshot.
 
         With ``wait`` (the default) the call returns once the run is at rest: suspended on its
         first interrupt or ended. Without it, the run is ``pending`` until a worker takes it.
+        ``on_commit`` is called with the new run's snapshot inside the transaction that
+        creates it (to store something that must commit with the run, or not at all).
         """
         self.registry.get(workflow_id).require(
             conversations=self.options.conversations, credentials=self.options.credentials
@@ -228,6 +231,8 @@ class WopHost:
             # The answer at commit: read here, since a worker may drive the run the moment it
             # commits, and a later read would report where the worker got to instead.
             committed = get_run(conn, run_id)
+            if on_commit is not None:
+                on_commit(conn, _snapshot_of(committed))
         self._enqueued(run_id)
         if not wait:
             return _snapshot_of(committed)
