@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,11 @@ from sqlalchemy import create_engine, select
 
 from tests.conftest import create_postgres_database, drop_postgres_database
 from tests.official import official_errors, validate_event
+from tests.server.conftest import SIGNING_KEYS
 from tests.server.process import served
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.tokens import SigningKeys, mint, verify
 
 pytestmark = pytest.mark.slow
 
@@ -309,6 +312,44 @@ def test_auth_required_resolves_with_a_scoped_bearer_only(server: Server) -> Non
     assert server.wait(run_id, "waiting-approval")["status"] == "waiting-approval"
     server.resolve(run_id, "gate", {"action": "accept"})
     server.wait(run_id, "completed")
+
+
+def test_auth_required_refuses_every_signed_token_resolve(server: Server) -> None:
+    # Leg (a) of the fixture: under openwop-interrupt-auth-required a signed token may inspect
+    # the gate but never resolve it, by JSON or by the reviewer page; the gate stays pending.
+    run_id = server.create("conformance-interrupt-auth-required")
+    server.wait(run_id, "waiting-approval")
+    tokens_url = f"{server.base}/runs/{project_id(run_id)}/interrupts/gate/tokens"
+    no_link = httpx.post(tokens_url, json={}, headers=ALICE, timeout=10)
+    assert no_link.status_code == 403 and no_link.json()["error"] == "forbidden", no_link.text
+    assert official_errors("error-envelope.schema.json", no_link.json()) == []
+    viewer = httpx.post(tokens_url, json={"intent": "inspect"}, headers=ALICE, timeout=10)
+    assert viewer.status_code == 201, viewer.text
+    assert server.alice.interrupts_inspect_by_token(viewer.json()["token"]).kind == "approval"
+    # A resolve token signed with the server's own key, as a link minted elsewhere would be.
+    keys = SigningKeys.parse(SIGNING_KEYS)
+    claims = verify(keys, viewer.json()["token"], now=datetime.now(UTC))
+    token = mint(
+        keys,
+        run_id=claims.run_id,
+        node_id=claims.node_id,
+        interrupt_id=claims.interrupt_id,
+        intent="resolve",
+        now=datetime.now(UTC),
+    ).token
+    accept = ResolveInterruptRequest(resumeValue={"action": "accept"})
+    body = refused(lambda: server.alice.interrupts_resolve_by_token(token, accept), 403, "forbidden")
+    assert body["details"]["profile"] == "openwop-interrupt-auth-required"
+    page = httpx.get(f"{server.base}/interrupts/{token}", headers={"Accept": "text/html"}, timeout=10)
+    assert page.status_code == 200 and "signed-in reviewer" in page.text
+    assert "<form" not in page.text and "Conformance auth-required approval" in page.text
+    posted = httpx.post(f"{server.base}/interrupts/{token}/form", data={"action": "accept"}, timeout=10)
+    assert posted.status_code == 403 and "signed-in reviewer" in posted.text and "<form" not in posted.text
+    assert server.wait(run_id, "waiting-approval")["currentNodeId"] == "gate"
+    assert "interrupt.resolved" not in types(server.events(run_id))
+    assert server.resolve(run_id, "gate", {"action": "accept"}) in ("running", "completed")
+    server.wait(run_id, "completed")
+    assert payloads(server.events(run_id), "interrupt.resolved")[0]["resumeValue"]["action"] == "accept"
 
 
 def test_external_event_resumes_on_a_matching_callback(server: Server) -> None:

@@ -474,6 +474,7 @@ class _Copier:
                     "nodeId": r.node_id,
                     "taskNs": r.checkpoint_ns,
                     "payload": {k: v for k, v in r.payload.items() if k != "key"},
+                    **({"profiles": r.profiles} if r.profiles else {}),
                 },
                 id=r.lg_interrupt_id,
             )

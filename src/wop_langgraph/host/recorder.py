@@ -160,6 +160,7 @@ class InterruptRecorder:
                 visit_index=visit_index,
                 ordinal=ordinal,
                 deadline=now + timedelta(milliseconds=timeout) if timeout else None,
+                profiles=_profiles(item),
             )
             stored, inserted = insert_interrupt(conn, record)
             if inserted:
@@ -196,6 +197,14 @@ class InterruptRecorder:
         )
         for hook in self.on_requested:
             hook(conn, stored)
+
+
+def _profiles(item: Interrupt) -> list[str] | None:
+    """The interrupt profiles the node asked for (carried beside the payload), if any."""
+    value = item.value
+    if isinstance(value, dict) and value.get(ENVELOPE_MARK) == 1 and value.get("profiles"):
+        return [str(p) for p in value["profiles"]]
+    return None
 
 
 def _unwrap(batch: WriteBatch, item: Interrupt) -> tuple[str, str, dict[str, Any]]:

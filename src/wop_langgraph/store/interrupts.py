@@ -66,6 +66,8 @@ class InterruptRecord:
     resolved_by: dict[str, Any] | None = None
     resolved_at: datetime | None = None
     consumed_at: datetime | None = None
+    profiles: list[str] | None = None
+    """Interrupt profiles the node asked for (interrupt-profiles.md), e.g. auth-required."""
 
     @property
     def is_pending(self) -> bool:
