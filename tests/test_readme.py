@@ -130,6 +130,11 @@ def test_node_call_shapes(tmp_path: Path) -> None:
     assert out == ["waiting-input clarify", "waiting-external", "completed"]
 
 
+def test_fork_and_replay(tmp_path: Path) -> None:
+    out = run_example(python_example("fork.py"), tmp_path)
+    assert out == ["failed approval_rejected", "waiting-approval", "completed"]
+
+
 def test_functional_api(tmp_path: Path) -> None:
     out = run_example(python_example("functional.py"), tmp_path)
     assert out == ["waiting-approval announce", "completed"]

@@ -239,6 +239,14 @@ def test_unknown_node_type_is_refused_naming_it(host: WopHost) -> None:
             ),
             "conditions are not supported",
         ),
+        (
+            definition(
+                "profiled",
+                [node("a", "core.approvalGate", config={"profile": "openwop-interrupt-quorum"})],
+                [],
+            ),
+            "unknown interrupt profile",
+        ),
     ],
 )
 def test_malformed_definitions_are_refused(host: WopHost, doc: dict[str, Any], message: str) -> None:

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -89,7 +90,7 @@ def served_process(
     ]
     process = subprocess.Popen(command, env=env, cwd=REPO)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # generous: a loaded machine imports slowly
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"the server exited with {process.returncode}")
@@ -99,7 +100,7 @@ def served_process(
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("the server did not start within 60 s")
+                raise RuntimeError("the server did not start within 120 s")
             time.sleep(0.1)
         yield base, process
     finally:
@@ -109,6 +110,60 @@ def served_process(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def worker_process(
+    db_url: str,
+    *,
+    target: str,
+    concurrency: int = 2,
+    extra_args: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
+    start_timeout: float = 120.0,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A ``wop-langgraph worker`` process, yielded once its workers run; stopped afterwards.
+
+    It is ready when it prints its start line (after recovery, with its workers started);
+    ``start_timeout`` is generous because a loaded machine can take many seconds to import.
+    A test may SIGKILL it; on exit a live one is killed.
+    """
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        **(extra_env or {}),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "wop_langgraph.cli",
+        "worker",
+        target,
+        "--db",
+        db_url,
+        "--concurrency",
+        str(concurrency),
+        *extra_args,
+    ]
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, env=env, cwd=REPO, stderr=log)
+        try:
+            deadline = time.monotonic() + start_timeout
+            while True:
+                log.seek(0)
+                if b"wop-langgraph worker:" in log.read():
+                    break
+                if process.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(f"the worker exited with {process.returncode}: {log.read()[-2000:]!r}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the worker did not start within {start_timeout} s")
+                time.sleep(0.05)
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait(30)
 
 
 def poll_until(

@@ -9,13 +9,16 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 import pytest
+from langgraph.graph import END, START, StateGraph
 
 from tests.server.conftest import ALICE, READER, at_rest, make_settings
 from wop_langgraph.host import WopHost
+from wop_langgraph.nodes import request_approval
+from wop_langgraph.nodes._suspend import AUTH_REQUIRED
 from wop_langgraph.protocol.egress import AllowList
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server import create_app
@@ -136,6 +139,54 @@ async def test_callback_for_a_vote_counting_gate_carries_no_vote_and_no_guessed_
                 assert host.pending_interrupts(created.json()["runId"])[0].votes in (None, [])
     finally:
         receiver.close()
+
+
+async def test_callback_for_an_auth_required_gate_carries_an_inspect_token(
+    host: WopHost, db_url: str
+) -> None:
+    # A hand-written gate asking for openwop-interrupt-auth-required: its callback can show the
+    # gate but not decide it; a bearer with approvals:respond decides it by run.
+    host.register("bearer-gate", _bearer_gate())
+    receiver = Receiver([200])
+    try:
+        allow = AllowList(loopback_http_ports=frozenset({receiver.port}))
+        app = create_app(host, make_settings(db_url, callback_allow=allow))
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+                url = f"http://127.0.0.1:{receiver.port}/hook"
+                created = await client.post(
+                    "/runs", json={"workflowId": "bearer-gate", "callbackUrl": url}, headers=ALICE
+                )
+                assert created.status_code == 201, created.text
+                assert await asyncio.to_thread(receiver.arrived.wait, 10)
+                body = json.loads(receiver.received[-1][1])
+                assert body["intent"] == "inspect" and "profile" not in body["interrupt"]["data"]
+                assert (await client.get(f"/interrupts/{body['token']}")).status_code == 200
+                run_id = created.json()["runId"]
+                decided = await client.post(
+                    f"/runs/{project_id(run_id)}/interrupts/gate",
+                    json={"resumeValue": {"action": "accept"}},
+                    headers=ALICE,
+                )
+                assert decided.status_code == 200, decided.text
+                assert (await at_rest(client, run_id))["status"] == "completed"
+    finally:
+        receiver.close()
+
+
+def _bearer_gate() -> Any:
+    class State(TypedDict, total=False):
+        action: str
+
+    def gate(state: State) -> State:
+        return {"action": request_approval("doc", "text", "Publish?", profile=AUTH_REQUIRED).action}
+
+    g = StateGraph(State)
+    g.add_node("gate", gate)
+    g.add_edge(START, "gate")
+    g.add_edge("gate", END)
+    return g.compile()
 
 
 async def test_callback_redirects_are_not_followed(host: WopHost, db_url: str) -> None:

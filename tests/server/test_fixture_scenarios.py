@@ -10,20 +10,23 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from openwop_client import OpenwopClient, WopError
-from openwop_client.types import CreateRunRequest, ResolveInterruptRequest
+from openwop_client.types import CreateRunRequest, ForkRunRequest, ResolveInterruptRequest
 from sqlalchemy import create_engine, select
 
 from tests.conftest import create_postgres_database, drop_postgres_database
 from tests.official import official_errors, validate_event
+from tests.server.conftest import SIGNING_KEYS
 from tests.server.process import served
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.tokens import SigningKeys, mint, verify
 
 pytestmark = pytest.mark.slow
 
@@ -311,6 +314,44 @@ def test_auth_required_resolves_with_a_scoped_bearer_only(server: Server) -> Non
     server.wait(run_id, "completed")
 
 
+def test_auth_required_refuses_every_signed_token_resolve(server: Server) -> None:
+    # Leg (a) of the fixture: under openwop-interrupt-auth-required a signed token may inspect
+    # the gate but never resolve it, by JSON or by the reviewer page; the gate stays pending.
+    run_id = server.create("conformance-interrupt-auth-required")
+    server.wait(run_id, "waiting-approval")
+    tokens_url = f"{server.base}/runs/{project_id(run_id)}/interrupts/gate/tokens"
+    no_link = httpx.post(tokens_url, json={}, headers=ALICE, timeout=10)
+    assert no_link.status_code == 403 and no_link.json()["error"] == "forbidden", no_link.text
+    assert official_errors("error-envelope.schema.json", no_link.json()) == []
+    viewer = httpx.post(tokens_url, json={"intent": "inspect"}, headers=ALICE, timeout=10)
+    assert viewer.status_code == 201, viewer.text
+    assert server.alice.interrupts_inspect_by_token(viewer.json()["token"]).kind == "approval"
+    # A resolve token signed with the server's own key, as a link minted elsewhere would be.
+    keys = SigningKeys.parse(SIGNING_KEYS)
+    claims = verify(keys, viewer.json()["token"], now=datetime.now(UTC))
+    token = mint(
+        keys,
+        run_id=claims.run_id,
+        node_id=claims.node_id,
+        interrupt_id=claims.interrupt_id,
+        intent="resolve",
+        now=datetime.now(UTC),
+    ).token
+    accept = ResolveInterruptRequest(resumeValue={"action": "accept"})
+    body = refused(lambda: server.alice.interrupts_resolve_by_token(token, accept), 403, "forbidden")
+    assert body["details"]["profile"] == "openwop-interrupt-auth-required"
+    page = httpx.get(f"{server.base}/interrupts/{token}", headers={"Accept": "text/html"}, timeout=10)
+    assert page.status_code == 200 and "signed-in reviewer" in page.text
+    assert "<form" not in page.text and "Conformance auth-required approval" in page.text
+    posted = httpx.post(f"{server.base}/interrupts/{token}/form", data={"action": "accept"}, timeout=10)
+    assert posted.status_code == 403 and "signed-in reviewer" in posted.text and "<form" not in posted.text
+    assert server.wait(run_id, "waiting-approval")["currentNodeId"] == "gate"
+    assert "interrupt.resolved" not in types(server.events(run_id))
+    assert server.resolve(run_id, "gate", {"action": "accept"}) in ("running", "completed")
+    server.wait(run_id, "completed")
+    assert payloads(server.events(run_id), "interrupt.resolved")[0]["resumeValue"]["action"] == "accept"
+
+
 def test_external_event_resumes_on_a_matching_callback(server: Server) -> None:
     run_id = server.create("conformance-interrupt-external-event")
     assert server.wait(run_id, "waiting-external")["currentNodeId"] == "wait-for-external"
@@ -425,3 +466,123 @@ def test_child_completion_resumes_the_parent(server: Server) -> None:
         p for p in payloads(server.events(parent), "node.completed") if p["nodeId"] == "spawn-child"
     ]
     assert completed["outputs"] == {"childRunId": child, "childStatus": "completed"}
+
+
+# -- fork and replay (replay.md, runs.md §Fork) ---------------------------------------------------
+
+
+def fork(server: Server, run_id: str, mode: str, from_seq: int) -> str:
+    """Fork with the official client; the fork's id (answered at commit)."""
+    forked = server.alice.runs_fork(
+        run_id,
+        ForkRunRequest(fromSeq=from_seq, mode=mode),
+        idempotency_key=str(uuid.uuid4()),  # type: ignore[arg-type]
+    )
+    assert (forked.sourceRunId, forked.mode, forked.fromSeq) == (run_id, mode, from_seq)
+    return forked.runId
+
+
+def seq_of(docs: list[dict[str, Any]], event_type: str, node_id: str | None = None) -> int:
+    return int(
+        next(d["sequence"] for d in docs if d["type"] == event_type and node_id in (None, d.get("nodeId")))
+    )
+
+
+def wait_for_event(server: Server, run_id: str, event_type: str, node_id: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not any(d["type"] == event_type and d.get("nodeId") == node_id for d in server.events(run_id)):
+        assert time.monotonic() < deadline, f"{run_id} never logged {event_type} of {node_id}"
+        time.sleep(0.05)
+
+
+_ASKED = ("interrupt.requested", "approval.requested")
+
+
+@pytest.mark.parametrize("workflow_id", ["conformance-approval", "conformance-approval-timeout"])
+def test_replay_derives_rejection_and_timeout_from_the_record(server: Server, workflow_id: str) -> None:
+    run_id = server.create(workflow_id)
+    server.wait(run_id, "waiting-approval")
+    if workflow_id == "conformance-approval":
+        server.resolve(run_id, "gate", {"action": "reject"})
+    server.wait(run_id, "failed")  # the timeout fixture is rejected by the sweep
+    source = server.events(run_id)
+    from_seq = seq_of(source, "interrupt.resolved")
+    fork_id = fork(server, run_id, "replay", from_seq)
+    snapshot = server.wait(fork_id, "failed")
+    assert snapshot["error"]["code"] == "approval_rejected"
+    docs = server.events(fork_id)
+    assert not [d for d in docs[from_seq:] if d["type"] in _ASKED and d.get("nodeId") == "gate"]
+    (resolved,) = payloads(docs, "interrupt.resolved")
+    (recorded,) = payloads(source, "interrupt.resolved")
+    for field in ("decision", "action", "reason", "resolvedBy"):
+        assert resolved.get(field) == recorded.get(field), field
+    (node_failed,) = payloads(docs, "node.failed")
+    assert (node_failed["nodeId"], node_failed["error"]["code"]) == ("gate", "approval_rejected")
+    assert node_failed["error"]["retryable"] is False
+    (run_failed,) = payloads(docs, "run.failed")
+    assert run_failed["failedNodeId"] == "gate"
+    refused(lambda: server.resolve(fork_id, "gate", {"action": "accept"}), 409, "interrupt_already_resolved")
+
+
+def test_branch_fork_asks_the_gate_again(server: Server) -> None:
+    run_id = server.create("conformance-approval")
+    server.wait(run_id, "waiting-approval")
+    server.resolve(run_id, "gate", {"action": "reject"})
+    server.wait(run_id, "failed")
+    fork_id = fork(server, run_id, "branch", seq_of(server.events(run_id), "interrupt.resolved"))
+    assert server.wait(fork_id, "waiting-approval")["currentNodeId"] == "gate"
+    server.resolve(fork_id, "gate", {"action": "accept"})
+    server.wait(fork_id, "completed")
+    assert [p["action"] for p in payloads(server.events(fork_id), "interrupt.resolved")] == ["accept"]
+
+
+def test_replay_side_effect_fails_closed_after_a_cancel_mid_hold(server: Server) -> None:
+    run_id = server.create("conformance-replay-side-effect", {"delayMs": 1500})
+    wait_for_event(server, run_id, "node.started", "wait")
+    server.alice.runs_cancel(run_id)
+    server.wait(run_id, "cancelled")
+    assert "effect" not in [p["nodeId"] for p in payloads(server.events(run_id), "node.started")]
+    fork_id = fork(server, run_id, "replay", 0)
+    snapshot = server.wait(fork_id, "failed")
+    assert snapshot["error"]["code"] == "replay_source_missing"
+    docs = server.events(fork_id)
+    # Pure: re-executed live; its outcome is one the cancelled source never recorded.
+    assert [t for t in types(docs, "wait") if t.startswith("node.")] == ["node.started", "node.completed"]
+    (diverged,) = payloads(docs, "replay.diverged")
+    assert (diverged["sourceRunId"], diverged["divergenceKind"]) == (run_id, "extra")
+    (failed,) = payloads(docs, "node.failed")
+    assert (failed["nodeId"], failed["error"]["code"]) == ("effect", "replay_source_missing")
+    assert "node.completed" not in types(docs, "effect")
+
+
+def test_replay_ordinal_loop_resolves_each_execution_by_its_ordinal(server: Server) -> None:
+    # The suite's construction: cancel inside `wait` after effect's first execution, fork at its
+    # first node.started. effect n = 1 resolves from the record. `wait` is core.delay, which the
+    # node registry declares side-effecting, so its execution 1 (never finished in the source)
+    # fails closed before effect's execution 2 is reached: effect never completes twice.
+    run_id = server.create("conformance-replay-ordinal-loop", {"delayMs": 1500})
+    wait_for_event(server, run_id, "node.started", "wait")
+    server.alice.runs_cancel(run_id)
+    server.wait(run_id, "cancelled")
+    source = server.events(run_id)
+    assert types(source, "effect").count("node.completed") == 1
+    fork_id = fork(server, run_id, "replay", seq_of(source, "node.started", "effect"))
+    server.wait(fork_id, "failed")
+    docs = server.events(fork_id)
+    assert types(docs, "effect").count("node.completed") <= 1
+    (failed,) = payloads(docs, "node.failed")
+    assert failed["error"]["code"] == "replay_source_missing"
+
+
+def test_conversation_replay_reproduces_the_conversation(talking: Server) -> None:
+    run_id = talking.create("conformance-conversation-replay")
+    talking.wait(run_id, "completed")
+    fork_id = fork(talking, run_id, "replay", 0)
+    talking.wait(fork_id, "completed")
+
+    def projection(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        return [(d["type"], d["payload"]) for d in docs if d["type"].startswith("conversation.")]
+
+    source, forked = projection(talking.events(run_id)), projection(talking.events(fork_id))
+    assert [t for t, _ in forked] == [t for t, _ in source]
+    assert forked == source

@@ -19,9 +19,13 @@ RUN = "acme/run-0123456789abcdef"
 OTHER_RUN = "acme/run-fedcba9876543210"
 
 
+def log(message: str) -> NewEvent:
+    return NewEvent("log.appended", {"level": "info", "message": message})
+
+
 def append(engine: Engine, run_id: str, message: str) -> None:
     with engine.begin() as conn:
-        append_events(conn, run_id, [NewEvent("log.appended", {"level": "info", "message": message})], now=NOW)
+        append_events(conn, run_id, [log(message)], now=NOW)
 
 
 def messages(engine: Engine, run_id: str) -> list[str]:
@@ -66,7 +70,7 @@ async def test_appends_to_other_runs_and_rolled_back_appends_wake_nobody(engine:
         append(engine, OTHER_RUN, "elsewhere")
         try:
             with engine.begin() as conn:
-                append_events(conn, RUN, [NewEvent("log.appended", {"level": "info", "message": "x"})], now=NOW)
+                append_events(conn, RUN, [log("x")], now=NOW)
                 raise RuntimeError("abandon the transaction")
         except RuntimeError:
             pass

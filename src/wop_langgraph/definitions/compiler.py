@@ -108,10 +108,16 @@ def _node_function(plan: Plan, spec: NodeSpec, node_type: NodeType) -> Any:
         schedule = state.get(SCHEDULE_CHANNEL) or initial_schedule(plan, spec.node_id)
         try:
             inputs = _resolve_inputs(spec, variables, outputs_by_node)
-            outputs = dict(node_type.run(NodeInvocation(spec, inputs, variables)) or {})
+            recorded = _replayed_effect(spec.node_id) if node_type.side_effecting else None
+            if recorded is not None:
+                outputs = dict(recorded)  # a replay never performs the effect again
+            else:
+                outputs = dict(node_type.run(NodeInvocation(spec, inputs, variables)) or {})
         except GraphBubbleUp:
             raise  # an interrupt (or a Command for a parent graph) is not a failure
         except Exception as exc:
+            if not node_type.side_effecting:  # a side effect's failure is the record's
+                _check_divergence(spec.node_id, None)
             step = settle(plan, schedule, spec.node_id, "failed")
             if not step.absorbed:
                 raise  # no edge admits the failure: the run fails with the node's error
@@ -121,6 +127,8 @@ def _node_function(plan: Plan, spec: NodeSpec, node_type: NodeType) -> Any:
                 NODE_FAILED_CHANNEL: {spec.node_id: _error_object(exc)},
             }
             return Command(goto=_goto(step.next_node), update=update)
+        if recorded is None:
+            _check_divergence(spec.node_id, outputs)
         step = settle(plan, schedule, spec.node_id, "success")
         _record_skips(step.skipped)
         update = {SCHEDULE_CHANNEL: step.schedule, OUTPUTS_CHANNEL: {spec.node_id: outputs}}
@@ -162,6 +170,29 @@ def _resolve_inputs(
                     f"output {ref.get('outputKey')!r}"
                 )
     return resolved
+
+
+def _replayed_effect(node_id: str) -> Mapping[str, Any] | None:
+    """In a replay fork, the node's recorded outputs (or its recorded failure, raised); else ``None``."""
+    context = current_call().context
+    if context is None or context.replay is None:
+        return None
+    return context.replay.outcome(node_id)
+
+
+def _check_divergence(node_id: str, outputs: Mapping[str, Any] | None) -> None:
+    """In a replay fork, log ``replay.diverged`` when this execution's outcome differs from the record.
+
+    The run continues either way (replay.md §Divergence). Pure nodes only: a side-effecting node
+    takes its outcome from the record and cannot differ.
+    """
+    call = current_call()
+    context = call.context
+    if context is None or context.replay is None:
+        return
+    payload = context.replay.divergence(node_id, outputs)
+    if payload is not None:
+        call.emit("replay.diverged", payload, discriminator="replay.diverged")
 
 
 def _record_skips(skipped: tuple[tuple[str, str], ...]) -> None:

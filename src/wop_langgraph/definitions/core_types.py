@@ -4,8 +4,10 @@ Where each behaviour comes from (OpenWOP spec repository, openwop/openwop):
 
 - ``core.noop``: conformance/fixtures.md (Noop: completes at once); outputs are its inputs.
 - ``core.approvalGate``: spec/v2/core/interrupt.md (kind ``approval``; config members are the
-  ``ApprovalData`` members of schemas/v2/suspend-request.schema.json, plus ``timeoutMs``);
-  fixtures conformance-approval*.json, conformance-interrupt-quorum.json.
+  ``ApprovalData`` members of schemas/v2/suspend-request.schema.json, plus ``timeoutMs`` and
+  ``profile``, spec/v1/interrupt-profiles.md, of which only ``openwop-interrupt-auth-required``);
+  fixtures conformance-approval*.json, conformance-interrupt-quorum.json,
+  conformance-interrupt-auth-required.json.
 - ``core.clarificationGate``: interrupt.md (kind ``clarification``), conformance-clarification.json
   (answers are strings unless a question carries its own ``schema``).
 - ``core.interrupt``: interrupt.md; ``config.kind`` + ``config.data`` are an InterruptPayload's
@@ -45,6 +47,7 @@ from wop_langgraph.nodes import (
     wait_for_event,
 )
 from wop_langgraph.nodes._context import current_call
+from wop_langgraph.nodes._suspend import PROFILES
 from wop_langgraph.protocol.errors import ValidationError
 
 __all__ = ["MAX_DELAY_MS", "default_node_types"]
@@ -65,7 +68,10 @@ def default_node_types() -> NodeTypeRegistry:
     for node_type in (
         NodeType("core.noop", _noop, source="conformance/fixtures.md"),
         NodeType(
-            "core.approvalGate", _approval_gate, check=_check_timeout, source="spec/v2/core/interrupt.md"
+            "core.approvalGate",
+            _approval_gate,
+            check=_check_approval_gate,
+            source="spec/v2/core/interrupt.md",
         ),
         NodeType(
             "core.clarificationGate",
@@ -111,10 +117,13 @@ def _noop(invocation: NodeInvocation) -> Mapping[str, Any]:
 
 
 def _approval_gate(invocation: NodeInvocation) -> Mapping[str, Any]:
-    return _approve(invocation.spec, invocation.config, invocation.inputs)
+    config = invocation.config
+    return _approve(invocation.spec, config, invocation.inputs, profile=config.get("profile"))
 
 
-def _approve(spec: NodeSpec, data: Mapping[str, Any], inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+def _approve(
+    spec: NodeSpec, data: Mapping[str, Any], inputs: Mapping[str, Any], *, profile: str | None = None
+) -> Mapping[str, Any]:
     decision = request_approval(
         str(data.get("artifactId") or spec.node_id),
         str(data.get("artifactType") or spec.document.get("artifactType") or "application/json"),
@@ -131,6 +140,7 @@ def _approve(spec: NodeSpec, data: Mapping[str, Any], inputs: Mapping[str, Any])
         audience=data.get("audience"),
         timeout=_seconds(spec.config.get("timeoutMs", data.get("timeoutMs"))),
         on_timeout=data.get("onTimeout"),
+        profile=profile,
     )
     outputs: dict[str, Any] = {"action": decision.action, "decision": decision.decision}
     if decision.feedback is not None:
@@ -233,6 +243,14 @@ def _check_timeout(spec: NodeSpec) -> None:
     timeout = spec.config.get("timeoutMs")
     if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 0):
         raise ValidationError(f"node {spec.node_id!r}: config.timeoutMs must be an integer >= 0")
+
+
+def _check_approval_gate(spec: NodeSpec) -> None:
+    _check_timeout(spec)
+    profile = spec.config.get("profile")
+    if profile is not None and profile not in PROFILES:
+        # Refused at load: a gate must never run with weaker protection than its definition asks.
+        raise ValidationError(f"node {spec.node_id!r}: unknown interrupt profile {profile!r}")
 
 
 def _check_questions(spec: NodeSpec) -> None:

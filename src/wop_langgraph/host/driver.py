@@ -7,8 +7,11 @@ begins) and strict resume (an unknown or already-consumed interrupt id is refuse
 applied to another question), then settles the run: waiting on its pending interrupts,
 completed, or failed. Sync graphs stream on the worker's thread; graphs with ``async def``
 nodes stream on an event loop of their own. Interrupt events are written by the store's
-recorder inside the checkpoint transaction; the driver adds ``node.started`` /
-``node.resumed`` / ``node.completed`` / ``node.failed`` and the run's terminal event.
+recorder inside the checkpoint transaction, and so is the event that ends one of the graph's
+own node tasks (``node.completed`` / ``node.failed``, in the transaction of the task's writes,
+so a crash cannot keep the writes and lose the event). The driver adds ``node.started`` /
+``node.resumed`` as tasks start, the ends of call and ``Send`` tasks, and the run's terminal
+event.
 """
 
 from __future__ import annotations
@@ -18,13 +21,16 @@ import concurrent.futures
 import enum
 import hashlib
 import json
+import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command
@@ -32,6 +38,7 @@ from sqlalchemy import Connection, Engine, case, select, update
 
 from wop_langgraph.adapters import is_bare, to_node_value
 from wop_langgraph.host.errors_public import public_error
+from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.nodes._context import (
     CONTEXT_KEY,
     NODE_FAILED_CHANNEL,
@@ -47,8 +54,9 @@ from wop_langgraph.store.interrupts import (
     InterruptRecord,
     interrupts_of_run,
     mark_consumed,
-    resolved_unconsumed,
+    open_work,
 )
+from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_queue import Claim
 from wop_langgraph.store.run_tables import event_counters_table, events_table, runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES
@@ -60,6 +68,12 @@ STRICT_RESUME_KEY = "__pregel_strict_resume"
 NODE_TYPE_ID = "langgraph.node"
 #: LangGraph's trigger of a task it pushed: a ``Send``, or a ``@task`` called from a node.
 _PUSH = "__pregel_push"
+#: How a top-level node task's path starts in its writes (``~__pregel_pull, <node>``).
+_PULL_PATH = "~__pregel_pull, "
+#: How long a checkpoint (or the stream) waits for the transaction of a task's writes.
+_END_RECORD_TIMEOUT_S = 10.0
+
+_log = logging.getLogger("wop_langgraph.driver")
 
 
 def jsonable(value: Any) -> Any:
@@ -126,6 +140,8 @@ class _PassTasks:
     names: dict[str, str] = field(default_factory=dict)  # started tasks: id -> the node id of their events
     #: (interrupt id, node id) already resumed: a later visit of the node in the pass starts afresh.
     answered: set[tuple[str, str]] = field(default_factory=set)
+    #: Started node tasks whose end the transaction of their writes records.
+    pulled: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -141,6 +157,12 @@ class GraphDriver:
     is_async: bool = False
     signal: DriveSignal = field(default_factory=DriveSignal)
     _tasks: _PassTasks | None = field(default=None, init=False, repr=False)
+    #: While streaming with our recorder: the node tasks whose ends the saver records.
+    _ends: _TaskEnds | None = field(default=None, init=False, repr=False)
+    #: The run's pending interrupts when the pass began.
+    _pending_at_start: list[InterruptRecord] = field(default_factory=list, init=False, repr=False)
+    #: The tasks of the pass's first step that finished before the pass.
+    _finished_before: set[str] = field(default_factory=set, init=False, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -156,19 +178,23 @@ class GraphDriver:
         if status in TERMINAL_STATUSES:
             return self._stopped(claim)
         with self.engine.connect() as conn:
-            undelivered = resolved_unconsumed(conn, self.run_id)
-            pending = interrupts_of_run(conn, self.run_id, statuses=["pending"])
+            undelivered, pending = open_work(conn, self.run_id)
         config = self._config()
+        saved = self.graph.checkpointer.get_tuple(config)  # type: ignore[union-attr]
+        # Tasks of the saved step that finished already: LangGraph streams their start, but
+        # does not run them again.
+        self._finished_before = _finished_tasks(saved.pending_writes or []) if saved else set()
         if undelivered:
             values = {r.interrupt_id: _node_value(r) for r in undelivered}
             graph_input: Any = resume_command(undelivered, values)
-        elif self.graph.checkpointer.get_tuple(config) is None:  # type: ignore[union-attr]
+        elif saved is None:
             graph_input = first_input if first_input is not None else {}
         elif pending:
-            return self._settle(claim, config)  # nothing to run until someone answers
+            return self._settle(claim, config, [])  # nothing to run until someone answers
         else:
             graph_input = None  # continue from the last checkpoint (a crash interrupted a step)
         try:
+            self._pending_at_start = pending
             failure = self._stream(graph_input, config, {r.task_id: r for r in undelivered})
         except UnknownInterruptError as exc:
             # Delivered before a crash: LangGraph consumed these already; continue from there.
@@ -179,19 +205,23 @@ class GraphDriver:
             return Pass.AGAIN
         except (RunLogClosed, asyncio.CancelledError):
             return self._stopped(claim)
-        self._consumed(undelivered)
+        # The graph ran past the delivered resolutions: they are marked consumed in the
+        # transaction that settles the pass.
         if self.signal.stop.is_set():
-            return self._stopped(claim)
+            return self._stopped(claim, undelivered)
         if failure is not None:
             error, failed_node = failure
-            self._finish(
-                claim,
-                "failed",
-                error=public_error(error, run_id=self.run_id, node_id=failed_node),
-                failed_node=failed_node,
-            )
+            with self.engine.begin() as conn:
+                self._mark_consumed(conn, undelivered)
+                self._finish(
+                    conn,
+                    claim,
+                    "failed",
+                    error=public_error(error, run_id=self.run_id, node_id=failed_node),
+                    failed_node=failed_node,
+                )
             return Pass.IDLE
-        return self._settle(claim, config)
+        return self._settle(claim, config, undelivered)
 
     # -- streaming ---------------------------------------------------------------------------
 
@@ -211,21 +241,56 @@ class GraphDriver:
     ) -> tuple[BaseException, str | None] | None:
         """Stream the graph; returns the node's or graph's own failure, if it failed."""
         failed_node: str | None = None
-        if self.is_async:
-            outcome: tuple[BaseException, str | None] | None = _run_coroutine(
-                self._astream(graph_input, config, resumed)
-            )
-            return outcome
+        with self._recording_task_ends():
+            if self.is_async:
+                outcome: tuple[BaseException, str | None] | None = _run_coroutine(
+                    self._astream(graph_input, config, resumed)
+                )
+                return outcome
+            try:
+                for chunk in self.graph.stream(graph_input, config, stream_mode="tasks", durability="sync"):
+                    failed_node = self._on_task(chunk, resumed) or failed_node
+                    if self.signal.stop.is_set():
+                        break
+            except (UnknownInterruptError, RunLogClosed):
+                raise
+            except Exception as exc:  # the node's or the graph's own failure ends the run
+                return exc, failed_node
+            return None
+
+    @contextmanager
+    def _recording_task_ends(self) -> Iterator[None]:
+        """While streaming, have the saver's transactions record the ends of the graph's node tasks."""
+        recorder = getattr(self.graph.checkpointer, "recorder", None)
+        if not isinstance(recorder, InterruptRecorder):
+            yield  # a store without our recorder: the stream records every end
+            return
+        self._ends = _TaskEnds(self, finished=self._finished_before)
         try:
-            for chunk in self.graph.stream(graph_input, config, stream_mode="tasks", durability="sync"):
-                failed_node = self._on_task(chunk, resumed) or failed_node
-                if self.signal.stop.is_set():
-                    break
-        except (UnknownInterruptError, RunLogClosed):
-            raise
-        except Exception as exc:  # the node's or the graph's own failure ends the run
-            return exc, failed_node
-        return None
+            with recorder.task_writes(self.run_id, self._ends):
+                yield
+        finally:
+            self._ends = None
+
+    def _record_task_end(self, conn: Connection, batch: WriteBatch) -> None:
+        """Log the end of a node task in the transaction that stores its writes."""
+        if not batch.task_path.startswith(_PULL_PATH):
+            return  # a ``Send`` or a call task: its end is logged from the stream
+        name = batch.task_path[len(_PULL_PATH) :]
+        node = self.graph.nodes.get(name)
+        if node is None or TAG_HIDDEN in (node.tags or ()):
+            return  # not a node of this graph, or one the stream hides (``__start__``)
+        writes = batch.writes
+        if any(channel == "__interrupt__" for channel, _ in writes):
+            return  # suspended: the interrupt's events close the execution
+        error = next((value for channel, value in writes if channel == "__error__"), None)
+        if isinstance(error, asyncio.CancelledError):
+            return  # the run was cancelled: nothing goes after its terminal event
+        event = self._end_event(name, batch.task_id, error, _single_writes(writes))
+        stable = _stable_event_id(self.run_id, batch.task_id, event.type)
+        event = NewEvent(event.type, event.payload, node_id=event.node_id, event_id=stable)
+        with suppress(RunLogClosed):  # cancelled meanwhile
+            append_event_once(conn, self.run_id, event, now=self.clock())
 
     async def _astream(
         self, graph_input: Any, config: RunnableConfig, resumed: Mapping[str, InterruptRecord]
@@ -265,33 +330,43 @@ class GraphDriver:
             tasks.names[task_id] = name
             if name == chunk["name"]:
                 tasks.callers[task_id] = name
-            self._on_start(task_id, name, name != chunk["name"], tasks)
+                if self._ends is not None and _PUSH not in (chunk.get("triggers") or ()):
+                    tasks.pulled.add(task_id)
+                    self._ends.expect(task_id)
+            pulled = name == chunk["name"] and _PUSH not in (chunk.get("triggers") or ())
+            self._on_start(task_id, name, name != chunk["name"], tasks, pulled=pulled)
             return None
         name = tasks.names.pop(task_id, "") or self._task_name(tasks, chunk)
         tasks.callers.pop(task_id, None)
-        if chunk["error"] is not None:
-            error = chunk["error"]
-            obj = public_error(error, run_id=self.run_id, node_id=name)
-            self._append_once(_node_failed(name, obj), task_id)
-            return name
-        if chunk.get("interrupts"):
+        error = chunk["error"]
+        if error is None and chunk.get("interrupts"):
             return None
+        if task_id in tasks.pulled:
+            tasks.pulled.discard(task_id)
+            # Its end is logged with its writes: let that commit come first, so that what is
+            # logged next comes after it.
+            if self._ends is not None and self._ends.wait_for(task_id):
+                return name if error is not None else None
         result = chunk.get("result") or {}
+        self._append_once(self._end_event(name, task_id, error, result), task_id)
+        return name if error is not None else None
+
+    def _end_event(self, name: str, task_id: str, error: Any, result: Any) -> NewEvent:
+        """``node.completed`` or ``node.failed`` for a task that ended with ``error`` / ``result``."""
+        if error is not None:
+            return _node_failed(name, public_error(error, run_id=self.run_id, node_id=name))
         failed = result.get(NODE_FAILED_CHANNEL) if isinstance(result, Mapping) else None
         if isinstance(failed, dict) and name in failed:  # failed, and an edge admitting failure goes on
-            event = _node_failed(name, failed[name])
-        elif task_id in self.context.routed_rejections:
+            return _node_failed(name, failed[name])
+        if task_id in self.context.routed_rejections:
             # A rejected gate that continues on its route is still a failed source (interrupt.md).
             obj = {"code": "approval_rejected", "message": "the approval was rejected", "retryable": False}
-            event = _node_failed(name, obj)
-        else:
-            completed: dict[str, Any] = {"nodeId": name}
-            outputs = result.get(NODE_OUTPUTS_CHANNEL) if isinstance(result, Mapping) else None
-            if isinstance(outputs, dict) and isinstance(outputs.get(name), dict):
-                completed["outputs"] = jsonable(outputs[name])
-            event = NewEvent("node.completed", completed, node_id=name)
-        self._append_once(event, task_id)
-        return None
+            return _node_failed(name, obj)
+        completed: dict[str, Any] = {"nodeId": name}
+        outputs = result.get(NODE_OUTPUTS_CHANNEL) if isinstance(result, Mapping) else None
+        if isinstance(outputs, dict) and isinstance(outputs.get(name), dict):
+            completed["outputs"] = jsonable(outputs[name])
+        return NewEvent("node.completed", completed, node_id=name)
 
     def _pass_tasks(self, resumed: Mapping[str, InterruptRecord]) -> _PassTasks:
         """The task bookkeeping of the current pass (each pass streams with its own ``resumed``)."""
@@ -313,8 +388,16 @@ class GraphDriver:
         callers = set(tasks.callers.values())
         return f"{callers.pop()}.{name}" if len(callers) == 1 else name
 
-    def _on_start(self, task_id: str, name: str, is_call: bool, tasks: _PassTasks) -> None:
+    def _on_start(self, task_id: str, name: str, is_call: bool, tasks: _PassTasks, *, pulled: bool) -> None:
         """Open the task's execution in the log, unless it is replayed or already suspended."""
+        if pulled and not self.is_async:
+            # A sync stream hands over a node task's start before the task runs: it cannot have
+            # finished or suspended in this pass, only before it (a pending interrupt of it).
+            if any(p.task_id == task_id or p.node_id.startswith(name + ".") for p in self._pending_at_start):
+                return
+            with self.engine.begin() as conn:
+                self._open_execution(conn, task_id, name, tasks)
+            return
         closed = [_stable_event_id(self.run_id, task_id, kind) for kind in ("node.completed", "node.failed")]
         with self.engine.begin() as conn:
             # Taken in the order the recorder takes it: its suspension of this task is either
@@ -333,20 +416,24 @@ class GraphDriver:
                 # The calling node's copy of a call task's interrupt carries the caller's task id.
                 if own or (is_call and pending.node_id == name and pending.task_id in caller_ids):
                     return  # it suspended before its start was streamed: the suspension closed it
-            record = tasks.resumed.get(task_id) or next(
-                (r for r in tasks.resumed.values() if r.node_id == name or r.node_id.startswith(name + ".")),
-                None,
-            )
-            if record is not None and (record.interrupt_id, name) not in tasks.answered:
-                tasks.answered.add((record.interrupt_id, name))
-                # Re-executed to receive an answer (its own, or one a task it calls asked for):
-                # one execution per answer, so the stable id names the interrupt too.
-                payload = {"nodeId": name, "interruptId": record.interrupt_id}
-                event = NewEvent("node.resumed", payload, node_id=name)
-                self._append_once_in(conn, event, f"{task_id}|{record.interrupt_id}")
-            else:
-                payload = {"nodeId": name, "typeId": self._type_id(name)}
-                self._append_once_in(conn, NewEvent("node.started", payload, node_id=name), task_id)
+            self._open_execution(conn, task_id, name, tasks)
+
+    def _open_execution(self, conn: Connection, task_id: str, name: str, tasks: _PassTasks) -> None:
+        """Append ``node.resumed`` (re-executed to receive an answer) or ``node.started``."""
+        record = tasks.resumed.get(task_id) or next(
+            (r for r in tasks.resumed.values() if r.node_id == name or r.node_id.startswith(name + ".")),
+            None,
+        )
+        if record is not None and (record.interrupt_id, name) not in tasks.answered:
+            tasks.answered.add((record.interrupt_id, name))
+            # Re-executed to receive an answer (its own, or one a task it calls asked for):
+            # one execution per answer, so the stable id names the interrupt too.
+            payload = {"nodeId": name, "interruptId": record.interrupt_id}
+            event = NewEvent("node.resumed", payload, node_id=name)
+            self._append_once_in(conn, event, f"{task_id}|{record.interrupt_id}")
+        else:
+            payload = {"nodeId": name, "typeId": self._type_id(name)}
+            self._append_once_in(conn, NewEvent("node.started", payload, node_id=name), task_id)
 
     def _type_id(self, name: str) -> str:
         """The node's OpenWOP ``typeId`` when its graph names one (definitions), else ours."""
@@ -384,20 +471,24 @@ class GraphDriver:
             return None
         return int(row.queue_version), str(row.status)
 
-    def _consumed(self, delivered: list[InterruptRecord]) -> None:
+    def _mark_consumed(self, conn: Connection, delivered: list[InterruptRecord]) -> None:
         """Mark the delivered resolutions as consumed: the graph ran past them."""
         if delivered:
-            with self.engine.begin() as conn:
-                mark_consumed(conn, [r.interrupt_id for r in delivered], now=self.clock())
+            mark_consumed(conn, [r.interrupt_id for r in delivered], now=self.clock())
 
-    def _settle(self, claim: Claim, config: RunnableConfig) -> Pass:
-        """Leave the queue waiting on an interrupt, or end the run, or go again if work arrived."""
+    def _settle(self, claim: Claim, config: RunnableConfig, delivered: list[InterruptRecord]) -> Pass:
+        """Leave the queue waiting on an interrupt, or end the run, or go again if work arrived.
+
+        One transaction: the delivered resolutions are consumed, the run's open interrupts
+        read, and the run either waits (if no work arrived meanwhile) or ends.
+        """
         state = self.graph.get_state(config)
         now = self.clock()
         with self.engine.begin() as conn:
-            if resolved_unconsumed(conn, self.run_id):
+            self._mark_consumed(conn, delivered)
+            undelivered, pending = open_work(conn, self.run_id)
+            if undelivered:
                 return Pass.AGAIN  # a resolution committed while the graph ran
-            pending = interrupts_of_run(conn, self.run_id, statuses=["pending"])
             if pending and state.interrupts:
                 first = pending[0]
                 rest = conn.execute(
@@ -418,24 +509,25 @@ class GraphDriver:
                     )
                 ).rowcount
                 return Pass.IDLE if rest else Pass.AGAIN
-        if state.next:
-            # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
-            self._finish(claim, "failed", error=_stuck_error(state.next))
-            return Pass.IDLE
-        outputs = (
-            jsonable(state.values) if isinstance(state.values, dict) else {"value": jsonable(state.values)}
-        )
-        self._finish(claim, "completed", outputs=outputs)
+            if state.next:
+                # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
+                self._finish(conn, claim, "failed", error=_stuck_error(state.next))
+                return Pass.IDLE
+            values = state.values
+            outputs = jsonable(values) if isinstance(values, dict) else {"value": jsonable(values)}
+            self._finish(conn, claim, "completed", outputs=outputs)
         return Pass.IDLE
 
-    def _stopped(self, claim: Claim) -> Pass:
+    def _stopped(self, claim: Claim, delivered: list[InterruptRecord] | None = None) -> Pass:
         """The run was cancelled while driven: drop it from the queue, write nothing more."""
         with self.engine.begin() as conn:
+            self._mark_consumed(conn, delivered or [])
             _dequeue(conn, claim)
         return Pass.IDLE
 
     def _finish(
         self,
+        conn: Connection,
         claim: Claim,
         status: str,
         *,
@@ -443,36 +535,102 @@ class GraphDriver:
         error: dict[str, Any] | None = None,
         failed_node: str | None = None,
     ) -> None:
+        """End the run in ``conn``'s transaction: its row, the queue, the terminal event."""
         now = self.clock()
-        with self.engine.begin() as conn:
-            changed = conn.execute(
-                update(runs_table)
-                .where(runs_table.c.run_id == self.run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
-                .values(
-                    status=status,
-                    outputs=outputs,
-                    error=error,
-                    current_node_id=failed_node if status == "failed" else None,
-                    updated_at=now,
-                    completed_at=now,
-                )
-            ).rowcount
-            _dequeue(conn, claim)
-            if not changed:
-                return  # cancelled meanwhile: the cancellation already wrote the terminal event
-            if status == "completed":
-                event = NewEvent("run.completed", {"outputs": outputs or {}})
-            else:
-                payload: dict[str, Any] = {"error": error}
-                if failed_node is not None:
-                    payload["failedNodeId"] = failed_node
-                event = NewEvent("run.failed", payload)
-            append_events(conn, self.run_id, [event], now=now, close=True)
+        changed = conn.execute(
+            update(runs_table)
+            .where(runs_table.c.run_id == self.run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
+            .values(
+                status=status,
+                outputs=outputs,
+                error=error,
+                current_node_id=failed_node if status == "failed" else None,
+                updated_at=now,
+                completed_at=now,
+            )
+        ).rowcount
+        _dequeue(conn, claim)
+        if not changed:
+            return  # cancelled meanwhile: the cancellation already wrote the terminal event
+        if status == "completed":
+            event = NewEvent("run.completed", {"outputs": outputs or {}})
+        else:
+            payload: dict[str, Any] = {"error": error}
+            if failed_node is not None:
+                payload["failedNodeId"] = failed_node
+            event = NewEvent("run.failed", payload)
+        append_events(conn, self.run_id, [event], now=now, close=True)
+
+
+class _TaskEnds:
+    """Logs the ends of a run's node tasks in the transactions of their writes.
+
+    LangGraph stores a task's writes and the next checkpoint from background threads, neither
+    waiting for the other. The checkpoint supersedes the writes: if it committed first and the
+    process died before the writes did, the task would never run again and its end would be
+    lost. So a checkpoint of the run waits until every started node task's writes, and with
+    them its end, have committed.
+    """
+
+    def __init__(self, driver: GraphDriver, *, finished: set[str]) -> None:
+        self._driver = driver
+        self._guard = threading.Condition()
+        self._awaited: set[str] = set()
+        self._committed: set[str] = set(finished)
+
+    def expect(self, task_id: str) -> None:
+        """A node task started: its end is to be logged with its writes (unless it finished)."""
+        with self._guard:
+            if task_id not in self._committed:
+                self._awaited.add(task_id)
+
+    def wait_for(self, task_id: str) -> bool:
+        """Whether ``task_id``'s writes committed (waiting for them, bounded)."""
+        with self._guard:
+            return self._guard.wait_for(lambda: task_id in self._committed, _END_RECORD_TIMEOUT_S)
+
+    def record(self, conn: Connection, batch: WriteBatch) -> None:
+        self._driver._record_task_end(conn, batch)
+
+    def committed(self, batch: WriteBatch) -> None:
+        with self._guard:
+            self._committed.add(batch.task_id)
+            self._awaited.discard(batch.task_id)
+            self._guard.notify_all()
+
+    def before_checkpoint(self) -> None:
+        with self._guard:
+            # Bounded: a task that ends without writes (LangGraph writes none for a bubbling
+            # ``ParentCommand``) must not hold the run forever.
+            if not self._guard.wait_for(lambda: not self._awaited, _END_RECORD_TIMEOUT_S):
+                _log.warning("run %s: no writes arrived for tasks %s", self._driver.run_id, self._awaited)
+            self._awaited.clear()
 
 
 def resume_command(delivered: list[InterruptRecord], values: Mapping[str, Any]) -> Command[Any]:
     """The strict ``Command(resume={langgraph_interrupt_id: delivery})`` for these interrupts."""
     return Command(resume={r.lg_interrupt_id: values[r.interrupt_id] for r in delivered})
+
+
+#: Writes that tell what happened to a task; any other write is output (see LangGraph's
+#: ``pregel._task_status``: a task finished if and only if it has an output write).
+_CONTROL_WRITES = frozenset({"__interrupt__", "__resume__", "__error__", "__error_source_node__"})
+
+
+def _finished_tasks(pending_writes: Sequence[tuple[str, str, Any]]) -> set[str]:
+    """The ids of the tasks that finished, among a saved step's pending writes."""
+    return {task_id for task_id, channel, _ in pending_writes if channel not in _CONTROL_WRITES}
+
+
+def _single_writes(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """Channel -> value of the channels written once (as a ``tasks`` stream result holds them)."""
+    values: dict[str, Any] = {}
+    repeated: set[str] = set()
+    for channel, value in writes:
+        if channel in values:
+            repeated.add(channel)
+        values[channel] = value
+    return {channel: value for channel, value in values.items() if channel not in repeated}
 
 
 def _node_failed(name: str, error: dict[str, Any]) -> NewEvent:

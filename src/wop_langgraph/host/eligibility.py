@@ -10,9 +10,19 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from wop_langgraph.host.principal import MembershipResolver, Principal
+from wop_langgraph.nodes._suspend import AUTH_REQUIRED
 from wop_langgraph.protocol.errors import Forbidden
 
-__all__ = ["check_eligible", "counts_votes"]
+__all__ = ["bearer_only", "check_eligible", "counts_votes"]
+
+
+def bearer_only(profiles: Iterable[str] | None) -> bool:
+    """Whether an interrupt with these profiles may be resolved only by a bearer credential.
+
+    Under ``openwop-interrupt-auth-required`` (interrupt-profiles.md) a signed token is no
+    credential to resolve with: its links may show the interrupt, never decide it.
+    """
+    return AUTH_REQUIRED in (profiles or ())
 
 
 def counts_votes(payload: Mapping[str, Any]) -> bool:

@@ -23,6 +23,7 @@ from sqlalchemy import Engine, select, update
 
 from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
 from wop_langgraph.host.registry import GraphRegistry
+from wop_langgraph.host.replay import ReplayRecord
 from wop_langgraph.nodes._context import RunContext
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
@@ -218,6 +219,7 @@ class Executor:
             credentials=self.options.credentials,
             rejection_routes=dict(registered.rejection_routes),
             emit=functools.partial(self._emit_once, row.run_id),
+            replay=ReplayRecord(self.engine, row.run_id),
         )
         graph = registered.async_graph or registered.graph
         return GraphDriver(

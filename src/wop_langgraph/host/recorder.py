@@ -5,13 +5,18 @@ row, appends ``node.suspended`` and ``interrupt.requested`` (plus the kind's leg
 marks the run as waiting, all in the transaction that stores the write. A replayed execution,
 or the copy LangGraph writes into a parent graph for a subgraph's interrupt, carries an
 interrupt id the store already holds and records nothing.
+
+While a run is driven, its driver also listens to the writes of the run's top-level tasks
+(:meth:`InterruptRecorder.task_writes`), so that the event closing a task (``node.completed``
+or ``node.failed``) commits in the transaction of the writes it describes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from langgraph.types import Interrupt
 from sqlalchemy import Connection, select, update
@@ -30,7 +35,21 @@ from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
 
-__all__ = ["InterruptRecorder", "suspend_reason"]
+__all__ = ["InterruptRecorder", "TaskWritesListener", "suspend_reason"]
+
+
+class TaskWritesListener(Protocol):
+    """Follows a run's top-level task writes (see :meth:`InterruptRecorder.task_writes`)."""
+
+    def record(self, conn: Connection, batch: WriteBatch) -> None:
+        """Inside the batch's transaction, after its interrupts are recorded."""
+
+    def committed(self, batch: WriteBatch) -> None:
+        """After the batch's transaction committed."""
+
+    def before_checkpoint(self) -> None:
+        """Before one of the run's top-level checkpoints is stored (may wait)."""
+
 
 #: Legacy event names a host SHOULD also emit until consumers move to ``interrupt.*``.
 _LEGACY_REQUESTED = {"approval": "approval.requested", "clarification": "clarification.requested"}
@@ -54,13 +73,45 @@ class InterruptRecorder:
         #: Called with each newly recorded interrupt, in the same transaction (the notification
         #: outbox plans its messages here, so they commit or roll back with the interrupt).
         self.on_requested: list[Callable[[Connection, InterruptRecord], None]] = []
+        self._task_listeners: dict[str, TaskWritesListener] = {}
+
+    @contextmanager
+    def task_writes(self, run_id: str, listener: TaskWritesListener) -> Iterator[None]:
+        """Hand the top-level task write batches and checkpoints of ``run_id`` to ``listener``."""
+        self._task_listeners[run_id] = listener
+        try:
+            yield
+        finally:
+            if self._task_listeners.get(run_id) is listener:
+                del self._task_listeners[run_id]
+
+    def wants(self, batch: WriteBatch) -> bool:
+        """Batches with an interrupt, and the top-level batches of a run being listened to."""
+        if batch.touches(self.channels):
+            return True
+        return not batch.checkpoint_ns and batch.thread_id in self._task_listeners
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
-        """Record every interrupt in the batch's ``__interrupt__`` writes."""
+        """Record every interrupt in the batch's ``__interrupt__`` writes, then tell the listener."""
         for value in batch.channel_values("__interrupt__"):
             for item in value or ():
                 if isinstance(item, Interrupt):
                     self._record_one(conn, batch, item)
+        listener = None if batch.checkpoint_ns else self._task_listeners.get(batch.thread_id)
+        if listener is not None:
+            listener.record(conn, batch)
+
+    def committed(self, batch: WriteBatch) -> None:
+        """Tell the run's listener that a batch it recorded has committed."""
+        listener = None if batch.checkpoint_ns else self._task_listeners.get(batch.thread_id)
+        if listener is not None:
+            listener.committed(batch)
+
+    def before_put(self, thread_id: str, checkpoint_ns: str) -> None:
+        """Let the run's listener hold a top-level checkpoint back until its tasks' ends commit."""
+        listener = None if checkpoint_ns else self._task_listeners.get(thread_id)
+        if listener is not None:
+            listener.before_checkpoint()
 
     def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
         if recorded_by_caller(batch.task_path, item.value):
@@ -109,6 +160,7 @@ class InterruptRecorder:
                 visit_index=visit_index,
                 ordinal=ordinal,
                 deadline=now + timedelta(milliseconds=timeout) if timeout else None,
+                profiles=_profiles(item),
             )
             stored, inserted = insert_interrupt(conn, record)
             if inserted:
@@ -145,6 +197,14 @@ class InterruptRecorder:
         )
         for hook in self.on_requested:
             hook(conn, stored)
+
+
+def _profiles(item: Interrupt) -> list[str] | None:
+    """The interrupt profiles the node asked for (carried beside the payload), if any."""
+    value = item.value
+    if isinstance(value, dict) and value.get(ENVELOPE_MARK) == 1 and value.get("profiles"):
+        return [str(p) for p in value["profiles"]]
+    return None
 
 
 def _unwrap(batch: WriteBatch, item: Interrupt) -> tuple[str, str, dict[str, Any]]:

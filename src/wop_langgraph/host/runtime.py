@@ -17,14 +17,15 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Connection, Engine, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.host.driver import jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, RunOptions, run_option
+from wop_langgraph.host.fork import fork_run
 from wop_langgraph.host.principal import MembershipResolver, Principal
-from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.host.registry import GraphRegistry
+from wop_langgraph.host.replay import ForkAwareRecorder
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.host.worker import WorkerPool
@@ -89,7 +90,7 @@ class WopHost:
     ) -> None:
         self.saver = saver
         self.clock = clock
-        saver.recorder = InterruptRecorder(clock)
+        saver.recorder = ForkAwareRecorder(clock)  # InterruptRecorder + replay forks' recorded answers
         self.engine: Engine = saver.engine
         self.registry = GraphRegistry(saver)
         self.options = RunOptions(conversations, credentials, DEFAULT_ESCALATION_THRESHOLD)
@@ -194,11 +195,14 @@ class WopHost:
         tags: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         wait: bool = True,
+        on_commit: Callable[[Connection, dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """Create a run and queue it; returns its snapshot.
 
         With ``wait`` (the default) the call returns once the run is at rest: suspended on its
         first interrupt or ended. Without it, the run is ``pending`` until a worker takes it.
+        ``on_commit`` is called with the new run's snapshot inside the transaction that
+        creates it (to store something that must commit with the run, or not at all).
         """
         self.registry.get(workflow_id).require(
             conversations=self.options.conversations, credentials=self.options.credentials
@@ -234,12 +238,48 @@ class WopHost:
             conn.execute(runs_table.insert().values(**row, **created_queued(now)))
             append_events(conn, run_id, [NewEvent("run.started", started)], now=now)
             notify(conn, QUEUE_CHANNEL, run_id)
-        committed = SimpleNamespace(**row, current_node_id=None, error=None, completed_at=None)
+            committed = SimpleNamespace(**row, current_node_id=None, error=None, completed_at=None)
+            if on_commit is not None:
+                on_commit(conn, _snapshot_of(committed))
         self._enqueued(run_id)
         if not wait:
             return _snapshot_of(committed)
         self.executor.drive_until_idle(run_id)
         return self.snapshot(run_id)
+
+    def fork(
+        self,
+        run_id: str,
+        *,
+        mode: str,
+        from_seq: int | None = None,
+        run_options_overlay: Mapping[str, Any] | None = None,
+        principal: Principal,
+        wait: bool = True,
+    ) -> dict[str, Any]:
+        """Fork ``run_id`` (``mode`` ``replay`` or ``branch``) from ``from_seq``; see :mod:`.fork`.
+
+        Events with ``sequence < from_seq`` are the fork's fixed history (``from_seq`` defaults
+        to 0 for a replay and is required for a branch). Returns ``{runId, sourceRunId, fromSeq,
+        mode, status}``; with ``wait`` the status is the fork's once it is at rest.
+
+        Raises:
+            ValidationError: bad mode or ``from_seq``, or an overlay on a replay.
+            NotFound: no such run. ``IdTenantMismatch``: the run is another tenant's.
+            ForkPointInvalid: ``from_seq`` is not in the log or lies past its terminal event.
+        """
+        result = fork_run(
+            self,
+            run_id,
+            mode=mode,
+            from_seq=from_seq,
+            run_options_overlay=run_options_overlay,
+            principal=principal,
+        )
+        if wait:
+            self.executor.drive_until_idle(result["runId"])
+            result = {**result, "status": self.snapshot(result["runId"])["status"]}
+        return result
 
     def snapshot(self, run_id: str) -> dict[str, Any]:
         """The run's OpenWOP ``RunSnapshot``."""
@@ -395,6 +435,10 @@ class WopHost:
     ) -> dict[str, Any]:
         """Async :meth:`resolve`."""
         return await asyncio.to_thread(self.resolve, run_id, node_id, resume_value, principal, **options)
+
+    async def afork(self, run_id: str, **options: Any) -> dict[str, Any]:
+        """Async :meth:`fork`."""
+        return await asyncio.to_thread(self.fork, run_id, **options)
 
     async def asnapshot(self, run_id: str) -> dict[str, Any]:
         """Async :meth:`snapshot`."""

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from langgraph.config import get_config, get_stream_writer
 
@@ -51,6 +51,19 @@ NODE_TYPE_METADATA = "openwop.typeId"
 NODE_OUTPUTS_CHANNEL = "__wop_outputs"
 
 
+class ReplaySource(Protocol):
+    """The source record a replay fork re-executes against (``wop_langgraph.host.fork.ReplayRecord``)."""
+
+    def outcome(self, node_id: str) -> Mapping[str, Any] | None:
+        """A side-effecting node's recorded outputs in a replay (``None``: not a replay, run it)."""
+
+    def recorded_id(self, event_type: str, field: str, node_id: str, task_ns: str, minted: str) -> str:
+        """The identifier the source recorded where ``minted`` would be minted now (``minted`` if none)."""
+
+    def divergence(self, node_id: str, outputs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The ``replay.diverged`` payload when a re-executed node's outcome differs from the record."""
+
+
 @dataclass(frozen=True)
 class RunContext:
     """Per-run settings and services the host hands to node API calls.
@@ -65,6 +78,8 @@ class RunContext:
             log exactly once per ``eventId``; set by the host.
         routed_rejections: task ids of gates rejected onto their rejection route in this
             drive (the driver logs them as failed sources, not completions).
+        replay: what a replay fork reads from its source's record (``host/fork.py``
+            ``ReplayRecord``): side-effecting nodes' outcomes, recorded identifiers.
     """
 
     run_id: str
@@ -74,6 +89,7 @@ class RunContext:
     rejection_routes: Mapping[str, str] = field(default_factory=dict)
     emit: Callable[[str, str, dict[str, Any], str], None] | None = None
     routed_rejections: set[str] = field(default_factory=set)
+    replay: ReplaySource | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ node API function turns a delivery into its result by one code path, wherever it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -22,9 +23,15 @@ from wop_langgraph.nodes._delivery import DELIVERY_MARK, Delivery
 from wop_langgraph.nodes._plain import suspend_plain
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
 
-__all__ = ["DELIVERY_MARK", "ENVELOPE_MARK", "Delivery", "suspend", "timeout_ms"]
+__all__ = ["AUTH_REQUIRED", "DELIVERY_MARK", "ENVELOPE_MARK", "PROFILES", "Delivery", "suspend", "timeout_ms"]
 
 ENVELOPE_MARK = "__wop_interrupt__"
+
+#: interrupt-profiles.md: only a bearer credential with ``approvals:respond`` may resolve the
+#: interrupt; its signed-token surface can inspect it but not resolve it.
+AUTH_REQUIRED = "openwop-interrupt-auth-required"
+#: The interrupt profiles a node may ask for (the others are host-wide, or not implemented).
+PROFILES = frozenset({AUTH_REQUIRED})
 
 
 def timeout_ms(timeout: timedelta | float | None) -> int | None:
@@ -44,8 +51,13 @@ def suspend(
     resume_schema: dict[str, Any] | None = None,
     timeout: timedelta | float | None = None,
     call: NodeCall | None = None,
+    profiles: Sequence[str] = (),
 ) -> Delivery:
     """Suspend the current node with an OpenWOP interrupt of ``kind`` and return its delivery.
+
+    ``profiles`` (names in :data:`PROFILES`) travel beside the payload, not in it (the payload
+    is the closed wire shape), and are stored with the interrupt; outside the host there is no
+    token surface for them to restrict, so they are dropped.
 
     Raises:
         ValidationError: the payload is malformed (before anything is recorded), or, outside
@@ -64,4 +76,6 @@ def suspend(
     # adds the key later, so validate with a placeholder one.
     parse_interrupt_payload({**payload, "key": "pending"})
     envelope = {ENVELOPE_MARK: 1, "nodeId": call.node_id, "taskNs": call.task_ns, "payload": payload}
+    if profiles:
+        envelope["profiles"] = sorted(set(profiles))
     return Delivery.from_value(interrupt(envelope))

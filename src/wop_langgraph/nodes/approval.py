@@ -14,8 +14,8 @@ from langgraph.types import Command
 
 from wop_langgraph.nodes._context import NodeCall, current_call
 from wop_langgraph.nodes._delivery import Delivery
-from wop_langgraph.nodes._suspend import suspend
-from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired
+from wop_langgraph.nodes._suspend import PROFILES, suspend
+from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, ValidationError
 
 __all__ = ["ApprovalDecision", "request_approval"]
 
@@ -69,6 +69,7 @@ def request_approval(
     audience: dict[str, list[str]] | None = None,
     timeout: timedelta | float | None = None,
     on_timeout: str | None = None,
+    profile: str | None = None,
 ) -> ApprovalDecision:
     """Suspend until the gate is decided; return the decision.
 
@@ -90,9 +91,18 @@ def request_approval(
         ValidationError: the payload is malformed, or (outside the host) the resume value is.
         CapabilityRequired: outside the host, a quorum or approver eligibility was asked for.
 
+    ``profile="openwop-interrupt-auth-required"`` makes the gate answerable only by a bearer
+    credential with ``approvals:respond`` (``POST /runs/{runId}/interrupts/{nodeId}``): its
+    signed links may show the gate but not decide it. Another profile name is refused.
+
     ``on_timeout="approve"`` is emitted as ``"reject"``: a host MUST treat it so and SHOULD NOT
     emit it (interrupt.md); a warning is logged once per node id and process.
     """
+    if profile is not None and profile not in PROFILES:
+        raise ValidationError(
+            f"unknown interrupt profile {profile!r} (known: {', '.join(sorted(PROFILES))})",
+            details={"path": "profile"},
+        )
     call = current_call()
     if not call.hosted:
         _refuse_host_only(required_approvals, approvers, group_refs, role_refs)
@@ -118,7 +128,8 @@ def request_approval(
         "audience": audience,
     }
     data.update({k: v for k, v in optional.items() if v is not None})
-    return _decision(call, title, suspend("approval", data, timeout=timeout, call=call))
+    profiles = [profile] if profile else []
+    return _decision(call, title, suspend("approval", data, timeout=timeout, call=call, profiles=profiles))
 
 
 def _decision(call: NodeCall, title: str, delivery: Delivery) -> ApprovalDecision:

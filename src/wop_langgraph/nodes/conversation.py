@@ -26,6 +26,11 @@ def start_conversation(*, title: str | None = None, initial_prompt: str | None =
     """
     call = _enabled()
     conversation_id = f"conv-{stable_id(call.run_id, call.task_ns, key)}"
+    if call.context is not None and call.context.replay is not None:
+        # A replay re-opens the source's conversation: its id is recorded fact (replay.md).
+        conversation_id = call.context.replay.recorded_id(
+            "conversation.opened", "conversationId", call.node_id, call.task_ns, conversation_id
+        )
     opened: dict[str, Any] = {"conversationId": conversation_id}
     call.emit("conversation.opened", opened, discriminator=conversation_id)
     del title, initial_prompt  # shown by the first exchange's prompt; the opened event is closed

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from wop_langgraph._clock import as_utc
-from wop_langgraph.host.eligibility import check_eligible
+from wop_langgraph.host.eligibility import bearer_only, check_eligible
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.protocol.errors import Forbidden
@@ -45,8 +45,8 @@ class LinkSigner:
         deadline = as_utc(record.deadline) if record.deadline is not None else None
         if deadline is not None and deadline <= now:
             return None
-        intent: Intent = "resolve"
-        if record.kind == "approval":
+        intent: Intent = "inspect" if bearer_only(record.profiles) else "resolve"
+        if intent == "resolve" and record.kind == "approval":
             try:
                 check_eligible(
                     record.payload["data"],

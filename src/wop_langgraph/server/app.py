@@ -8,7 +8,15 @@ from fastapi import Depends, FastAPI
 
 from wop_langgraph.host import WopHost
 from wop_langgraph.notify.serving import notifier_from_settings, with_notifier
-from wop_langgraph.server import discovery, html, routes_events, routes_interrupts, routes_runs, routes_tokens
+from wop_langgraph.server import (
+    discovery,
+    html,
+    routes_events,
+    routes_fork,
+    routes_interrupts,
+    routes_runs,
+    routes_tokens,
+)
 from wop_langgraph.server.delivery import CallbackDelivery, DeliveryPolicy
 from wop_langgraph.server.errors import ProtocolVersionMiddleware, install_error_handlers
 from wop_langgraph.server.head import HeadMiddleware
@@ -67,7 +75,8 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
         openapi_url="/openapi.json",
     )
     app.state.wop = state
-    modules = (discovery, routes_runs, routes_tokens, routes_events, routes_interrupts, html)
+    # routes_fork before routes_runs: GET /runs/{runId} would otherwise take GET /runs/{runId}:fork.
+    modules = (discovery, routes_fork, routes_runs, routes_tokens, routes_events, routes_interrupts, html)
     for module in modules:
         app.include_router(module.router, dependencies=[Depends(bounded_path_ids)])
     install_error_handlers(app, [route for module in modules for route in module.router.routes])

@@ -41,7 +41,7 @@ from sqlalchemy import Column, DateTime, Engine, Integer, MetaData, String, Tabl
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph.host import WopHost
-from wop_langgraph.host.eligibility import counts_votes
+from wop_langgraph.host.eligibility import bearer_only, counts_votes
 from wop_langgraph.protocol.egress import AllowList, IPAddress, check_resolved_addresses
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.server.interrupt_lookup import mint_for
@@ -188,7 +188,9 @@ class CallbackDelivery:
         policy = self._policy
         # A gate that counts votes gets no anonymous vote: its callback carries an inspect token,
         # and each approver's link is minted for them (POST .../tokens with "approver").
-        intent: Intent = "inspect" if counts_votes(record.payload) else "resolve"
+        # An auth-required gate is decided by a bearer only: its callback can merely show it.
+        bearer = bearer_only(record.profiles)
+        intent: Intent = "inspect" if counts_votes(record.payload) or bearer else "resolve"
         try:
             minted = mint_for(self._keys, record, intent=intent, now=self._host.clock(), ttl=self._ttl)
         except WopError as exc:

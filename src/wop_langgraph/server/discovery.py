@@ -2,6 +2,7 @@
 
 Only what this host actually does is claimed: the ``interrupt`` family (hs256 tokens, the
 approver reference kinds the host honours, callback delivery to ``createRun.callbackUrl``), the
+``replay`` family (fork in ``replay`` and ``branch`` mode, ``GET /host/effect-seams``), the
 ``conversationPrimitive`` family when conversations are enabled, and ``fixtures[]`` listing the
 WorkflowDefinitions the host loaded.
 """
@@ -43,6 +44,16 @@ def discovery_document(state: ServerState) -> dict[str, Any]:
             "refKinds": sorted(state.host.ref_kinds),
             "callbackDelivery": True,
         },
+    }
+    # POST /runs/{runId}:fork in both modes, with suppression witnessed by the effect-seam
+    # manifest (replay.md §The surface); no retention window is claimed.
+    document["replay"] = {
+        "status": "experimental",
+        "since": "2.0",
+        "until": INTERRUPT_UNTIL,
+        "witness": "witnessable-gated",
+        "modes": ["replay", "branch"],
+        "effectSeamsManifest": "/host/effect-seams",
     }
     fixtures = state.host.registry.definition_ids()
     if fixtures:

@@ -112,8 +112,11 @@ def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> list[str]:
     """Every method some route serves at the request's path, ``HEAD`` and ``OPTIONS`` included."""
     methods: set[str] = {"OPTIONS"}
     for route in routes:
-        match, _ = route.matches({**scope, "method": "GET"})
-        if match is not Match.NONE:
+        if getattr(route, "include_in_schema", True) is False:
+            continue  # a route that only refuses methods (routes_fork.py) serves none
+        match, child = route.matches({**scope, "method": "GET"})
+        # A runId never holds ':' on the wire, so "/runs/{runId}" does not serve "/runs/x:fork".
+        if match is not Match.NONE and ":" not in str(child.get("path_params", {}).get("runId", "")):
             methods |= set(getattr(route, "methods", None) or ())
     if "GET" in methods:
         methods.add("HEAD")

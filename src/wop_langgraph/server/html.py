@@ -125,7 +125,7 @@ def _submit(state: ServerState, token: str, form: Form) -> HTMLResponse:
         return _failure(exc)
     if not review.is_open:
         return _closed(review)
-    if review.claims.intent != "resolve":
+    if not review.answerable:  # a view-only link, or a gate only a signed-in reviewer may answer
         return _review(state, token, review, status=403)
     payload = review.record.payload
     try:
@@ -165,9 +165,14 @@ def _review(
             '<p class="note" role="alert">Your answer was not sent: please check the message '
             "beside the field and send it again.</p>"
         )
-    if review.claims.intent == "resolve":
+    if review.answerable:
         post_to = f"/interrupts/{token}/form"
         parts.append(review_forms.forms(post_to, payload, form, errors))
+    elif review.claims.intent == "resolve":  # openwop-interrupt-auth-required
+        parts.append(
+            '<p class="note">This request must be answered by a signed-in reviewer, not through a '
+            "link: please answer it in the application where you sign in. This link lets you view it.</p>"
+        )
     else:
         parts.append(
             '<p class="note">This link lets you view the request, not answer it. To answer, ask the '

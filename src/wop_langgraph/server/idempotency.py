@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi.responses import JSONResponse
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.errors import (
@@ -25,7 +25,7 @@ from wop_langgraph.protocol.errors import (
 )
 from wop_langgraph.store import idempotency as records
 
-__all__ = ["KEY_PATTERN", "REPLAY_HEADER", "run_idempotent"]
+__all__ = ["KEY_PATTERN", "REPLAY_HEADER", "CompleteIn", "run_idempotent", "run_idempotent_atomic"]
 
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9._~-]{22,128}$")
 REPLAY_HEADER = "OpenWOP-Idempotent-Replay"
@@ -48,6 +48,10 @@ def check_key(key: str | None) -> None:
         )
 
 
+#: Stores a request's 2xx answer inside the transaction that commits what it did.
+CompleteIn = Callable[[Connection, int, dict[str, Any]], None]
+
+
 def run_idempotent(
     host: WopHost,
     *,
@@ -63,9 +67,29 @@ def run_idempotent(
         IdempotencyKeyInvalid, IdempotencyKeyMismatch, IdempotencyInFlight: as above.
         WopError: whatever ``action`` raised (stored first when it is a final outcome).
     """
+    return run_idempotent_atomic(
+        host, tenant=tenant, endpoint=endpoint, key=key, request_body=request_body, action=lambda _: action()
+    )
+
+
+def run_idempotent_atomic(
+    host: WopHost,
+    *,
+    tenant: str,
+    endpoint: str,
+    key: str | None,
+    request_body: Any,
+    action: Callable[[CompleteIn], Outcome],
+) -> JSONResponse:
+    """:func:`run_idempotent` for an action that can store its answer where it commits.
+
+    ``action`` gets a :data:`CompleteIn` to call inside its transaction: then a process that
+    dies after that commit, before answering, leaves the answer stored, and the client's retry
+    replays it instead of doing the work a second time (a second run).
+    """
     check_key(key)
     if key is None:
-        status, body = action()
+        status, body = action(_nothing_to_store)
         return JSONResponse(body, status_code=status)
     engine: Engine = host.engine
     digest = records.request_hash("POST", endpoint, request_body)
@@ -83,8 +107,16 @@ def run_idempotent(
         return JSONResponse(
             stored.body, status_code=stored.status_code, headers={**stored.headers, REPLAY_HEADER: "true"}
         )
+    stored_in_transaction = False
+
+    def complete_in(conn: Connection, status: int, body: dict[str, Any]) -> None:
+        nonlocal stored_in_transaction
+        response = records.StoredResponse(status, {}, body)
+        records.complete(conn, scope=tenant, endpoint=endpoint, key=key, response=response, now=host.clock())
+        stored_in_transaction = True
+
     try:
-        status, body = action()
+        status, body = action(complete_in)
     except WopError as exc:
         if _stored(exc):
             _finish(host, tenant, endpoint, key, records.StoredResponse(exc.status, {}, exc.envelope()))
@@ -94,8 +126,13 @@ def run_idempotent(
     except BaseException:
         _release(host, tenant, endpoint, key)
         raise
-    _finish(host, tenant, endpoint, key, records.StoredResponse(status, {}, body))
+    if not stored_in_transaction:
+        _finish(host, tenant, endpoint, key, records.StoredResponse(status, {}, body))
     return JSONResponse(body, status_code=status)
+
+
+def _nothing_to_store(conn: Connection, status: int, body: dict[str, Any]) -> None:
+    """:data:`CompleteIn` of a request without a key."""
 
 
 def _stored(exc: WopError) -> bool:

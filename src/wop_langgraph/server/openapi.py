@@ -34,6 +34,8 @@ _OPERATIONS: dict[tuple[str, str], tuple[bool, tuple[int, ...]]] = {
     ("/runs", "post"): (True, (*_KEYED, *_BODY, 404, 409, 422)),
     ("/runs/{runId}", "get"): (True, (*_KEYED, 404)),
     ("/runs/{runId}/cancel", "post"): (True, (*_KEYED, *_BODY, 404, 409)),
+    ("/runs/{runId}:fork", "post"): (True, (*_KEYED, *_BODY, 404, 409, 422)),
+    ("/host/effect-seams", "get"): (False, ()),
     ("/runs/{runId}/interrupts/{nodeId}", "post"): (True, (*_KEYED, *_BODY, 404, 409)),
     ("/runs/{runId}/interrupts/{nodeId}/tokens", "post"): (True, (*_KEYED, *_BODY, 404, 409, 410, 422)),
     ("/runs/{runId}/events", "get"): (True, (*_KEYED, 404, 429)),
@@ -76,7 +78,8 @@ _REASONS = {
     409: "Conflict (interrupt_already_resolved, run_terminal, idempotency_key_mismatch or _in_flight)",
     410: "The token or the interrupt has expired (interrupt_expired)",
     413: "The request body is too large (payload_too_large)",
-    422: "Not offered by this host (residency_unavailable; capability_not_provided: no public URL for links)",
+    422: "Not offered by this host (residency_unavailable; capability_not_provided: no public URL for links; "
+    "fork_point_invalid)",
     429: "Too many open streams for this caller or server (rate_limited, with Retry-After)",
 }
 _ERROR_ENVELOPE: dict[str, Any] = {
@@ -92,7 +95,14 @@ _ERROR_ENVELOPE: dict[str, Any] = {
     },
 }
 _HTML = {"text/html": {"schema": {"type": "string"}}}
-_BODIES = ("CreateRunBody", "CancelRunBody", "ResolveBody", "MintTokenBody")
+_BODIES = (
+    "CreateRunBody",
+    "CancelRunBody",
+    "ResolveBody",
+    "MintTokenBody",
+    "ForkRunBody",
+    "RunOptionsOverlay",
+)
 _STORABLE_REF = "#/components/schemas/StorableJson"
 # No NUL; JSON text cannot carry a lone surrogate that a schema-valid client would send.
 _TEXT = r"^[^\u0000]*$"
@@ -138,6 +148,9 @@ def complete(document: dict[str, Any], limits: RequestLimits, workflow_ids: list
         properties["configurable"] = {"anyOf": [_configurable_schema(), {"type": "null"}]}
         properties["callbackUrl"] = {"anyOf": [_CALLBACK_URL, {"type": "null"}]}
         properties["workflowId"] = {"type": "string", "enum": workflow_ids, "title": "Workflowid"}
+    if "RunOptionsOverlay" in schemas:
+        overlay = schemas["RunOptionsOverlay"]["properties"]
+        overlay["configurable"] = {"anyOf": [_configurable_schema(), {"type": "null"}]}
     for name in _BODIES:
         if name in schemas:
             schemas[name] = _storable_members(schemas[name], limits)

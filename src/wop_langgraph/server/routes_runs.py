@@ -14,7 +14,7 @@ from wop_langgraph.protocol.errors import IdTenantMismatch, WopError
 from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.bodies import CancelRunBody, CreateRunBody, ResolveBody
 from wop_langgraph.server.etag import cached_json
-from wop_langgraph.server.idempotency import run_idempotent
+from wop_langgraph.server.idempotency import CompleteIn, run_idempotent, run_idempotent_atomic
 from wop_langgraph.server.paths import node_id_from_path, project_id, run_id_from_path
 from wop_langgraph.server.state import ServerState, server_state
 
@@ -49,7 +49,16 @@ def create_run(
         check_url(body.callbackUrl, field="callbackUrl", allow=state.settings.callback_allow)
     workflow_id = body.workflowId
 
-    def action() -> tuple[int, dict[str, Any]]:
+    def created(snapshot: dict[str, Any]) -> dict[str, Any]:
+        wire = project_id(snapshot["runId"])
+        return {
+            "runId": snapshot["runId"],
+            "status": snapshot["status"],
+            "eventsUrl": f"/runs/{wire}/events",
+            "statusUrl": f"/runs/{wire}",
+        }
+
+    def action(complete_in: CompleteIn) -> tuple[int, dict[str, Any]]:
         snapshot = state.host.create_run(
             workflow_id,
             body.inputs,
@@ -59,19 +68,14 @@ def create_run(
             tags=body.tags,
             metadata=body.metadata,
             wait=False,
+            # The answer is stored with the run: a retry after a crash replays it.
+            on_commit=lambda conn, committed: complete_in(conn, 201, created(committed)),
         )
-        run_id = snapshot["runId"]
         if body.callbackUrl is not None:
-            state.delivery.notify(run_id)
-        wire = project_id(run_id)
-        return 201, {
-            "runId": run_id,
-            "status": snapshot["status"],
-            "eventsUrl": f"/runs/{wire}/events",
-            "statusUrl": f"/runs/{wire}",
-        }
+            state.delivery.notify(snapshot["runId"])
+        return 201, created(snapshot)
 
-    return run_idempotent(
+    return run_idempotent_atomic(
         state.host,
         tenant=principal.tenant,
         endpoint="http:createRun",

@@ -4,7 +4,8 @@ How a resolver learns a token is host-defined (SPEC_NOTES §5); this is the auth
 The token's ``interruptId`` is the interrupt's key, so it can never resolve a later visit of the
 same node, and its expiry is capped at the interrupt's deadline. The link names the approver it
 votes for (required when the gate counts votes: see ``link_approver``), and is built only on the
-configured ``WOP_PUBLIC_URL`` (``422 capability_not_provided`` without one).
+configured ``WOP_PUBLIC_URL`` (``422 capability_not_provided`` without one). An
+``openwop-interrupt-auth-required`` interrupt gets inspect links only (``403 forbidden``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from wop_langgraph.server.interrupt_lookup import mint_for, pending_at_node
 from wop_langgraph.server.link_approver import link_approver
 from wop_langgraph.server.paths import node_id_from_path, run_id_from_path
 from wop_langgraph.server.state import ServerState, server_state
+from wop_langgraph.server.token_actions import refuse_bearer_only
 
 __all__ = ["router"]
 
@@ -42,6 +44,8 @@ def mint_token(
     spec = body or MintTokenBody()
     base = state.link_base()
     record = pending_at_node(state.host, run_id, node_id)
+    if spec.intent == "resolve":
+        refuse_bearer_only(record)  # such a link could never be used; inspect links are fine
     approver = link_approver(state.host, record, principal, spec.approver, spec.intent)
     ttl = timedelta(seconds=spec.ttlSeconds) if spec.ttlSeconds else state.token_ttl
     minted = mint_for(

@@ -18,8 +18,9 @@ from typing import Any
 
 from wop_langgraph.host import Principal
 from wop_langgraph.host.driver import TERMINAL_STATUSES
-from wop_langgraph.host.eligibility import counts_votes
+from wop_langgraph.host.eligibility import bearer_only, counts_votes
 from wop_langgraph.host.keys import tenant_of
+from wop_langgraph.nodes._suspend import AUTH_REQUIRED
 from wop_langgraph.protocol.errors import Forbidden, NotFound
 from wop_langgraph.server.interrupt_lookup import pending_for_token
 from wop_langgraph.server.state import ServerState
@@ -31,6 +32,7 @@ __all__ = [
     "TokenReview",
     "approver_principal",
     "inspect_token",
+    "refuse_bearer_only",
     "resolve_with_token",
     "review_token",
     "token_principal",
@@ -78,6 +80,11 @@ class TokenReview:
     run_status: str
 
     @property
+    def answerable(self) -> bool:
+        """Whether this link may answer the interrupt (a resolve link, and no bearer-only gate)."""
+        return self.claims.intent == "resolve" and not bearer_only(self.record.profiles)
+
+    @property
     def is_open(self) -> bool:
         """Whether the interrupt can still be answered (pending, and its run not finished)."""
         return self.record.is_pending and self.run_status not in TERMINAL_STATUSES
@@ -107,17 +114,33 @@ def inspect_token(state: ServerState, token: str) -> dict[str, Any]:
     return dict(record.payload)
 
 
+def refuse_bearer_only(record: InterruptRecord) -> None:
+    """Refuse a signed token the right to resolve an ``openwop-interrupt-auth-required`` interrupt.
+
+    Raises:
+        Forbidden: the interrupt may be resolved only by a bearer with ``approvals:respond``.
+    """
+    if bearer_only(record.profiles):
+        raise Forbidden(
+            "this interrupt can be resolved only with a bearer credential holding approvals:respond "
+            "(POST /runs/{runId}/interrupts/{nodeId}); a signed token can only inspect it",
+            details={"profile": AUTH_REQUIRED, "nodeId": record.node_id},
+        )
+
+
 def resolve_with_token(
     state: ServerState, token: str, resume_value: Any
 ) -> tuple[TokenClaims, dict[str, Any]]:
     """Resolve the interrupt a ``resolve`` token names; returns the claims and ``{runId, nodeId, status}``.
 
     Raises:
-        Forbidden: an inspect-only token, or an anonymous link for a gate that counts votes.
+        Forbidden: an inspect-only token, an anonymous link for a gate that counts votes, or an
+            interrupt that only a bearer may resolve (nothing is recorded; it stays pending).
     """
     claims = verify(state.signing_keys, token, now=state.host.clock())
     require_intent(claims, "resolve")
     record = pending_for_token(state.host, claims)
+    refuse_bearer_only(record)
     if claims.approver is None and counts_votes(record.payload):
         # Never minted by this server; refused so that no link can vote without an identity.
         raise Forbidden("this link names no approver, and this gate counts each approver's vote")

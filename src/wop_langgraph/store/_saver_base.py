@@ -191,6 +191,9 @@ class SaverBase(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Store ``checkpoint`` as the child of ``config``'s checkpoint; returns its config."""
         params = self._codec.checkpoint_params(config, checkpoint, metadata)
+        before_put = getattr(self.recorder, "before_put", None)
+        if callable(before_put):
+            before_put(params["thread_id"], params["checkpoint_ns"])
         self._run(_WRITE_ONE, "put", ops.store_checkpoint, params)
         return {
             "configurable": {
@@ -219,13 +222,16 @@ class SaverBase(BaseCheckpointSaver[str]):
         )
         batch = WriteBatch(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, writes)
         recorder = self.recorder
-        if recorder is None or not batch.touches(getattr(recorder, "channels", None)):
+        if recorder is None or not _wants(recorder, batch):
             mode = _WRITE if len(rows) > WRITES_PER_STATEMENT else _WRITE_ONE
             self._run(mode, "put_writes", ops.store_writes, rows, None, batch)
             return
         # Not retried: what the recorder appends (events) must not be appended twice.
         with self._db.transaction("put_writes", write=True, with_connection=True) as tx:
             ops.store_writes(tx, self._sql, rows, recorder, batch)
+        committed = getattr(recorder, "committed", None)
+        if callable(committed):
+            committed(batch)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of ``thread_id``, in all namespaces."""
@@ -340,3 +346,11 @@ def _ids(ids: Sequence[str], what: str) -> Sequence[str]:
     if isinstance(ids, str):
         raise ValidationError(f"{what} takes a list of ids, not one string", details={"path": what})
     return ids
+
+
+def _wants(recorder: WriteRecorder, batch: WriteBatch) -> bool:
+    """Whether ``recorder`` takes ``batch``: its own ``wants``, else its ``channels``."""
+    wants = getattr(recorder, "wants", None)
+    if callable(wants):
+        return bool(wants(batch))
+    return batch.touches(getattr(recorder, "channels", None))

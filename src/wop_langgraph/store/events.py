@@ -9,13 +9,14 @@ append can share the transaction of whatever caused it.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select, text
+from sqlalchemy import Connection, Integer, bindparam, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import iso_z
@@ -101,8 +102,12 @@ def append_events(
     """
     if not events:
         return []
-    first = _reserve_sequences(conn, run_id, len(events), close)
-    _announce(conn, run_id)
+    # This transaction's commit wakes the run's readers (see :mod:`.appended`): marked once per
+    # run; on PostgreSQL the counter's own statement sends the one NOTIFY (no extra round trip).
+    announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
+    notify = conn.dialect.name == "postgresql" and run_id not in announced
+    first = _reserve_sequences(conn, run_id, len(events), close, notify=notify)
+    announced.add(run_id)
     stored = [
         StoredEvent(
             run_id=run_id,
@@ -195,34 +200,35 @@ def last_sequence(conn: Connection, run_id: str) -> int:
     return -1 if value is None else int(value)
 
 
-def _announce(conn: Connection, run_id: str) -> None:
-    """Have this transaction's commit wake the run's readers (see :mod:`.appended`), once per run."""
-    announced = conn.info.setdefault(APPENDED_KEY, set())
-    if run_id in announced:
-        return  # this transaction already notifies for the run
-    announced.add(run_id)
-    if conn.dialect.name == "postgresql":
-        conn.execute(_NOTIFY, {"channel": EVENTS_CHANNEL, "run": run_id})
-
-
-_NOTIFY = text("SELECT pg_notify(:channel, :run)")
-
-
-def _reserve_sequences(conn: Connection, run_id: str, count: int, close: bool) -> int:
+def _reserve_sequences(conn: Connection, run_id: str, count: int, close: bool, *, notify: bool) -> int:
     """Bump the run's counter by ``count`` and return the first reserved sequence.
 
     The bump only applies to an open log, so a terminal event and any append racing it are
-    ordered by the counter row's lock: whichever comes second sees the log closed.
+    ordered by the counter row's lock: whichever comes second sees the log closed. With
+    ``notify`` (PostgreSQL) the same statement sends the log's ``NOTIFY``, if it bumped.
     """
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(_counters).values(run_id=run_id, next_sequence=count, closed=close)
-    set_: dict[str, Any] = {"next_sequence": _counters.c.next_sequence + count}
-    if close:
-        set_["closed"] = True
-    statement = statement.on_conflict_do_update(
-        index_elements=[_counters.c.run_id], set_=set_, where=_counters.c.closed.is_(False)
-    ).returning(_counters.c.next_sequence)
-    next_free = conn.execute(statement).scalar()
+    statement = _reserve_statement(conn.dialect.name, close, notify)
+    params = {"run_id": run_id, "count": count, "channel": EVENTS_CHANNEL}
+    next_free = conn.execute(statement, params).scalar()
     if next_free is None:
         raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
     return int(next_free) - count
+
+
+@functools.cache
+def _reserve_statement(dialect_name: str, close: bool, notify: bool) -> Any:
+    """The counter upsert of :func:`_reserve_sequences`, built once per shape."""
+    dialect = postgresql if dialect_name == "postgresql" else sqlite
+    count = bindparam("count", type_=Integer)
+    statement = dialect.insert(_counters).values(
+        run_id=bindparam("run_id"), next_sequence=count, closed=close
+    )
+    set_: dict[str, Any] = {"next_sequence": _counters.c.next_sequence + count}
+    if close:
+        set_["closed"] = True
+    returning: list[Any] = [_counters.c.next_sequence]
+    if notify:
+        returning.append(func.pg_notify(bindparam("channel"), bindparam("run_id")))
+    return statement.on_conflict_do_update(
+        index_elements=[_counters.c.run_id], set_=set_, where=_counters.c.closed.is_(False)
+    ).returning(*returning)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph.store.run_tables import interrupts_table
@@ -66,6 +66,8 @@ class InterruptRecord:
     resolved_by: dict[str, Any] | None = None
     resolved_at: datetime | None = None
     consumed_at: datetime | None = None
+    profiles: list[str] | None = None
+    """Interrupt profiles the node asked for (interrupt-profiles.md), e.g. auth-required."""
 
     @property
     def is_pending(self) -> bool:
@@ -180,6 +182,27 @@ def resolved_unconsumed(conn: Connection, run_id: str | None = None) -> list[Int
     if run_id is not None:
         query = query.where(_table.c.run_id == run_id)
     return [_record(row) for row in conn.execute(query.order_by(_table.c.resolved_at)).mappings()]
+
+
+def open_work(conn: Connection, run_id: str) -> tuple[list[InterruptRecord], list[InterruptRecord]]:
+    """The run's undelivered resolutions (as :func:`resolved_unconsumed`) and its pending
+    interrupts (as :func:`interrupts_of_run` with ``statuses=["pending"]``), in one read."""
+    query = select(_table).where(
+        _table.c.run_id == run_id,
+        or_(
+            _table.c.status == "pending",
+            and_(_table.c.status.in_(["resolved", "expired"]), _table.c.consumed_at.is_(None)),
+        ),
+    )
+    records = [_record(row) for row in conn.execute(query).mappings()]
+    undelivered = sorted(
+        (r for r in records if r.status != "pending"),
+        key=lambda r: r.resolved_at.timestamp() if r.resolved_at else 0.0,
+    )
+    pending = sorted(
+        (r for r in records if r.status == "pending"), key=lambda r: (r.created_at, r.visit_index, r.ordinal)
+    )
+    return undelivered, pending
 
 
 def expired_pending(conn: Connection, now: datetime, *, limit: int = 100) -> list[InterruptRecord]:

@@ -274,12 +274,36 @@ def _create_v4(conn: Connection) -> None:
     md.create_all(conn, checkfirst=True)
 
 
+def _create_v5(conn: Connection) -> None:
+    # Forks (host/fork.py): one row per fork run, written with the run and never changed.
+    md = MetaData()
+    Table(
+        "wop_run_forks",
+        md,
+        Column("run_id", String(300), primary_key=True),
+        Column("source_run_id", String(300), nullable=False, index=True),
+        Column("mode", String(16), nullable=False),
+        Column("from_seq", BigInteger, nullable=False),
+        Column("created_at", DateTime(timezone=True), nullable=False),
+    )
+    md.create_all(conn, checkfirst=True)
+
+
+def _create_v6(conn: Connection) -> None:
+    # The interrupt profiles a gate asked for (e.g. openwop-interrupt-auth-required): host-side
+    # rules kept beside the payload, which is the closed wire InterruptPayload.
+    kind = _json().compile(dialect=conn.dialect)
+    conn.execute(text(f"ALTER TABLE wop_interrupts ADD COLUMN profiles {kind}"))
+
+
 #: Every schema version, oldest first; append, never edit.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs, events, interrupts, idempotency, checkpoints and writes", _create_v1),
     Migration(2, "index checkpoints by metadata run_id (delete_for_runs)", _create_v2),
     Migration(3, "run queue and leases on wop_runs; closed event logs", _create_v3),
     Migration(4, "notification outbox wop_notifications", _create_v4),
+    Migration(5, "fork records wop_run_forks", _create_v5),
+    Migration(6, "interrupt profiles on wop_interrupts", _create_v6),
 )
 
 #: The newest schema version this code knows.

@@ -40,7 +40,10 @@ class WriteRecorder(Protocol):
 
     ``channels`` names the channels the recorder cares about: the saver hands it only the
     batches that write one of them (``None``: every batch). Batches it skips keep the saver's
-    single-statement fast path.
+    single-statement fast path. Optional methods the saver calls when a recorder has them:
+    ``wants(batch) -> bool`` decides batch by batch in place of ``channels``;
+    ``committed(batch)`` runs after the batch's transaction committed; ``before_put(thread_id,
+    checkpoint_ns)`` runs before a checkpoint is stored (and may wait).
     """
 
     channels: frozenset[str] | None
