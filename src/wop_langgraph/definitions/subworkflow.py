@@ -33,6 +33,7 @@ from wop_langgraph.host.principal import Principal
 from wop_langgraph.nodes import custom_interrupt
 from wop_langgraph.nodes._context import current_call
 from wop_langgraph.protocol.errors import ValidationError, WopError
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.run_tables import runs_table
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ def _start_child(
 
 def _children(host: WopHost, parent_id: str, workflow_ids: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """Runs of ``workflow_ids`` started by ``parent_id``, with their parent links."""
-    with host.engine.connect() as conn:
+    with reading(host.engine) as conn:
         rows = conn.execute(
             select(runs_table.c.run_id, runs_table.c.run_metadata).where(
                 runs_table.c.tenant == parent_id.split("/", 1)[0],

@@ -49,6 +49,7 @@ from wop_langgraph.nodes._context import (
 from wop_langgraph.nodes._suspend import Delivery
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once, append_events
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
@@ -177,7 +178,7 @@ class GraphDriver:
         claim = Claim(self.claim.run_id, self.claim.owner, version)
         if status in TERMINAL_STATUSES:
             return self._stopped(claim)
-        with self.engine.connect() as conn:
+        with reading(self.engine) as conn:
             undelivered, pending = open_work(conn, self.run_id)
         config = self._config()
         saved = self.graph.checkpointer.get_tuple(config)  # type: ignore[union-attr]

@@ -108,24 +108,28 @@ class Executor:
 
     # -- driving -----------------------------------------------------------------------------
 
-    def drive(self, claim: Claim) -> None:
-        """Drive a claimed run until it rests (waits on an interrupt, or ends) or is cancelled."""
+    def drive(self, claim: Claim) -> bool:
+        """Drive a claimed run until it rests (waits on an interrupt, or ends) or is cancelled.
+
+        Returns whether the drive left the run at rest (``False``: the lease was lost or
+        handed back, and someone else continues).
+        """
         signal = DriveSignal()
         with self._guard:
             self._active[claim.run_id] = signal
         self._ensure_keeper()
         try:
-            with self.engine.connect() as conn:
+            with reading(self.engine) as conn:
                 row = get_run(conn, claim.run_id)
             if row is None or row.workflow_id not in self.registry:
                 self._release(claim)  # another host (with that workflow) will take it
-                return
+                return False
             driver = self._driver(row, claim, signal)
             first_input = row.inputs
             while True:
                 outcome = driver.drive_pass(first_input)
                 if outcome is not Pass.AGAIN:
-                    return
+                    return outcome is Pass.IDLE
         except BaseException:
             self._release(claim)
             raise
@@ -141,7 +145,8 @@ class Executor:
         while True:
             claim = self.claim(run_id)
             if claim is not None:
-                self.drive(claim)
+                if self.drive(claim):
+                    return  # at rest (work that arrives from now on is the next caller's)
                 continue
             with reading(self.engine) as conn:
                 row = conn.execute(

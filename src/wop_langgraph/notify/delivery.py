@@ -25,6 +25,7 @@ from wop_langgraph.notify.message import Message, build_message
 from wop_langgraph.notify.outbox import Notification, claim_due, settle
 from wop_langgraph.notify.policy import NotifyPolicy
 from wop_langgraph.notify.templates import Templates
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.interrupts import InterruptRecord, get_interrupt
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES
@@ -70,7 +71,7 @@ class Dispatcher:
         return len(claimed), sent
 
     def _handle(self, item: Notification, now: datetime) -> int:
-        with self.s.engine.connect() as conn:
+        with reading(self.s.engine) as conn:
             record = get_interrupt(conn, item.interrupt_id)
             run = conn.execute(
                 select(runs_table.c.status, runs_table.c.workflow_id).where(

@@ -30,6 +30,7 @@ from wop_langgraph.notify.planner import Planner
 from wop_langgraph.notify.policy import NotifyPolicy
 from wop_langgraph.notify.templates import Templates
 from wop_langgraph.protocol.egress import AllowList
+from wop_langgraph.store.engine import reading
 
 if TYPE_CHECKING:
     from wop_langgraph.host import WopHost
@@ -114,13 +115,13 @@ class Notifier:
     def dead_letters(self, run_id: str | None = None) -> list[Notification]:
         """Notifications that could not be delivered (``last_error`` says why), newest first."""
         host = self._require_host()
-        with host.engine.connect() as conn:
+        with reading(host.engine) as conn:
             return dead_letters(conn, run_id=run_id)
 
     def notifications(self, run_id: str) -> list[Notification]:
         """Every notification planned for ``run_id`` and its state."""
         host = self._require_host()
-        with host.engine.connect() as conn:
+        with reading(host.engine) as conn:
             return notifications_of_run(conn, run_id)
 
     def start(self, poll_seconds: float = 1.0) -> None:

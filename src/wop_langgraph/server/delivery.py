@@ -45,6 +45,7 @@ from wop_langgraph.host.eligibility import bearer_only, counts_votes
 from wop_langgraph.protocol.egress import AllowList, IPAddress, check_resolved_addresses
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.server.interrupt_lookup import mint_for
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
 from wop_langgraph.tokens import Intent, SigningKeys
@@ -135,13 +136,13 @@ class CallbackDelivery:
             )
             .distinct()
         )
-        with self._host.engine.connect() as conn:
+        with reading(self._host.engine) as conn:
             for (run_id,) in conn.execute(query):
                 self.notify(run_id)
 
     def deliver_run(self, run_id: str) -> int:
         """Deliver the run's pending interrupts not yet claimed by anyone; returns how many were sent."""
-        with self._host.engine.connect() as conn:
+        with reading(self._host.engine) as conn:
             url = conn.execute(
                 select(runs_table.c.callback_url).where(runs_table.c.run_id == run_id)
             ).scalar()

@@ -8,6 +8,7 @@ from wop_langgraph._clock import as_utc
 from wop_langgraph.host import WopHost
 from wop_langgraph.host.driver import TERMINAL_STATUSES
 from wop_langgraph.protocol.errors import InterruptAlreadyResolved, InterruptExpired, NotFound
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.interrupts import InterruptRecord, get_interrupt_by_key
 from wop_langgraph.tokens import MintedToken, SigningKeys, TokenClaims, mint
 
@@ -43,7 +44,7 @@ def pending_for_token(host: WopHost, claims: TokenClaims) -> InterruptRecord:
         NotFound: the interrupt is unknown here (a token of another database).
         InterruptAlreadyResolved: it was resolved, timed out or cancelled, or its run finished.
     """
-    with host.engine.connect() as conn:
+    with reading(host.engine) as conn:
         record = get_interrupt_by_key(conn, claims.interrupt_id)
     if record is None or record.run_id != claims.run_id or record.node_id != claims.node_id:
         raise NotFound("the interrupt this token names is not known to this host")

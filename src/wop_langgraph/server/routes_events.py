@@ -34,6 +34,7 @@ from wop_langgraph.server.paths import run_id_from_path
 from wop_langgraph.server.state import ServerState, server_state
 from wop_langgraph.server.stream_modes import TERMINAL_EVENT_TYPES, EventFilter, event_filter
 from wop_langgraph.store.appended import RunWatch, signals_for
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.run_tables import events_table
 
 __all__ = ["FALLBACK_SECONDS", "KEEP_ALIVE_SECONDS", "router"]
@@ -165,7 +166,7 @@ def _read(host: WopHost, run_id: str, after: int, limit: int | None) -> tuple[li
     """Events after ``after``, the run's status (read first) and the log's last sequence."""
     status = host.snapshot(run_id)["status"]
     events = host.events(run_id, after=after, limit=limit)
-    with host.engine.connect() as conn:
+    with reading(host.engine) as conn:
         last = conn.execute(
             select(func.max(events_table.c.sequence)).where(events_table.c.run_id == run_id)
         ).scalar()

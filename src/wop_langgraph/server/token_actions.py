@@ -24,6 +24,7 @@ from wop_langgraph.nodes._suspend import AUTH_REQUIRED
 from wop_langgraph.protocol.errors import Forbidden, NotFound
 from wop_langgraph.server.interrupt_lookup import pending_for_token
 from wop_langgraph.server.state import ServerState
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.interrupts import InterruptRecord, get_interrupt_by_key
 from wop_langgraph.tokens import TokenClaims, require_intent, verify
 
@@ -99,7 +100,7 @@ def review_token(state: ServerState, token: str) -> TokenReview:
         NotFound: the interrupt is unknown to this host.
     """
     claims = verify(state.signing_keys, token, now=state.host.clock())
-    with state.host.engine.connect() as conn:
+    with reading(state.host.engine) as conn:
         record = get_interrupt_by_key(conn, claims.interrupt_id)
     if record is None or record.run_id != claims.run_id or record.node_id != claims.node_id:
         raise NotFound("the interrupt this token names is not known to this host")
