@@ -46,12 +46,23 @@ class RecordedFailure(WopError):
 
     retryable = False
 
-    def __init__(self, recorded: Mapping[str, Any]) -> None:
-        super().__init__(str(recorded.get("message") or "the recorded execution failed"))
-        self.recorded = dict(recorded)
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        recorded: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, details=details)
+        self.recorded = dict(recorded) if recorded is not None else None
+
+    @classmethod
+    def of(cls, recorded: Mapping[str, Any]) -> RecordedFailure:
+        """The failure a source run recorded (its ``node.failed`` error object)."""
+        return cls(str(recorded.get("message") or "the recorded execution failed"), recorded=recorded)
 
     def error_object(self) -> dict[str, Any]:
-        return dict(self.recorded)
+        return dict(self.recorded) if self.recorded is not None else super().error_object()
 
 
 def redeliver(conn: Connection, row: InterruptRecord, source: InterruptRecord, now: datetime) -> None:
@@ -232,7 +243,7 @@ class ReplayRecord:
             )
         outcome = recorded[n - 1]
         if outcome.type == "node.failed":
-            raise RecordedFailure(
+            raise RecordedFailure.of(
                 outcome.payload.get("error") or {"code": "internal_error", "retryable": False}
             )
         outputs = outcome.payload.get("outputs")
