@@ -140,6 +140,11 @@ def test_functional_api(tmp_path: Path) -> None:
     assert out == ["waiting-approval announce", "completed"]
 
 
+def test_an_approval_policy_given_at_registration(tmp_path: Path) -> None:
+    out = run_example(python_example("approval_policy.py"), tmp_path)
+    assert out == ["waiting-approval", "completed"]
+
+
 @pytest.mark.postgres
 def test_quickstart_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
     (line,) = [

@@ -1,6 +1,6 @@
 """wop-langgraph: the OpenWOP interrupt contract for LangGraph graphs."""
 
-from wop_langgraph.host import Membership, Principal, WopHost
+from wop_langgraph.host import ApprovalPolicy, Membership, Principal, WopHost
 from wop_langgraph.nodes import (
     ApprovalDecision,
     ask,
@@ -18,6 +18,7 @@ from wop_langgraph.store.saver import AsyncSQLModelSaver, SQLModelSaver
 
 __all__ = [
     "ApprovalDecision",
+    "ApprovalPolicy",
     "ApprovalRejected",
     "AsyncSQLModelSaver",
     "Membership",

@@ -6,13 +6,18 @@ Extras are made missing by ``tests/cli/blocked/sitecustomize.py`` (put first on 
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+
+from wop_langgraph._extras import EXTRAS
 
 pytestmark = pytest.mark.slow
 
@@ -64,6 +69,57 @@ def test_serve_on_postgresql_without_psycopg_names_the_postgres_extra() -> None:
     argv = [*_console_script(), "serve", "wop_langgraph.examples.review:workflows"]
     proc = _run(["env", "WOP_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/wop", *argv], block="psycopg")
     _assert_one_line_naming(proc, "postgres")
+
+
+@pytest.mark.parametrize("module", ["psycopg", "psycopg_pool"])
+def test_a_worker_on_postgresql_without_the_postgres_extra_names_it(module: str) -> None:
+    argv = [*_console_script(), "worker", "wop_langgraph.examples.review:workflows"]
+    proc = _run([*argv, "--db", "postgresql://postgres@127.0.0.1:5432/wop"], block=module)
+    _assert_one_line_naming(proc, "postgres")
+    assert module in proc.stderr
+
+
+def test_each_extra_in_pyproject_brings_the_modules_its_commands_check_for() -> None:
+    """``_extras.EXTRAS`` (what the one-line message checks) agrees with ``pyproject.toml``."""
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    providers = importlib.metadata.packages_distributions()
+
+    def distributions(extra: str) -> set[str]:
+        found: set[str] = set()
+        for line in extras[extra]:
+            requirement = Requirement(line)
+            if requirement.name == "wop-langgraph":  # a self-reference: chat brings [server]
+                for other in requirement.extras:
+                    found |= distributions(other)
+            else:
+                found.add(_canonical(requirement.name))
+                found |= _brought_by_its_extras(requirement)
+        return found
+
+    for extra, modules in EXTRAS.items():
+        assert extra in extras, f"the '{extra}' extra named by the CLI is not in pyproject.toml"
+        brought = distributions(extra)
+        for module in modules:
+            owners = {_canonical(d) for d in providers.get(module, [])}
+            assert owners & brought, f"'{extra}' does not bring {module} (provided by {owners})"
+    assert set(EXTRAS) | {"notebooks", "adapters", "notify"} <= set(extras)
+    assert {"jupyterlab", "nbconvert"} <= distributions("notebooks")
+    dev = distributions("dev")
+    assert all(distributions(extra) <= dev for extra in extras if extra != "dev"), "dev brings every extra"
+
+
+def _brought_by_its_extras(requirement: Requirement) -> set[str]:
+    """The distributions an installed package requires for the extras asked of it (psycopg[pool])."""
+    found: set[str] = set()
+    for line in importlib.metadata.requires(requirement.name) or []:
+        inner = Requirement(line)
+        if inner.marker and any(inner.marker.evaluate({"extra": e}) for e in requirement.extras):
+            found.add(_canonical(inner.name))
+    return found
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def test_serve_on_sqlite_does_not_need_psycopg(tmp_path: Path) -> None:

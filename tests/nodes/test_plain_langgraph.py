@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -114,14 +115,33 @@ def _member(principal: Principal) -> Membership:
     return Membership(groups=frozenset({"reviewers"}), roles=frozenset({"editor"}))
 
 
-def test_a_timeout_is_carried_but_not_enforced_outside_the_host() -> None:
-    graph = g.build("clarify", g.clarification(timeout=0.001), checkpointer=InMemorySaver())
+def test_a_timeout_is_carried_but_not_enforced_outside_the_host(caplog: pytest.LogCaptureFixture) -> None:
+    graph = g.build("clarify_later", g.clarification(timeout=0.001), checkpointer=InMemorySaver())
     config = plain_config()
-    (interrupt,) = graph.invoke({}, config)["__interrupt__"]
-    assert interrupt.value["timeoutMs"] == 1
-    time.sleep(0.01)
-    answers = {"colour": "blue", "copies": 1}
-    assert graph.invoke(Command(resume={"answers": answers}), config)["result"] == answers
+    with caplog.at_level(logging.WARNING, logger="wop_langgraph.nodes"):
+        (interrupt,) = graph.invoke({}, config)["__interrupt__"]
+        assert interrupt.value["timeoutMs"] == 1
+        time.sleep(0.01)
+        answers = {"colour": "blue", "copies": 1}
+        assert graph.invoke(Command(resume={"answers": answers}), config)["result"] == answers
+    # It says so (once per node, not again when LangGraph replays the node to resume it).
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert "'clarify_later'" in said and "timeoutMs=1" in said and "enforced by WopHost only" in said
+
+
+def test_an_auth_required_profile_says_it_has_no_effect_outside_the_host(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    graph = g.build(
+        "review_strict", g.approval(profile="openwop-interrupt-auth-required"), checkpointer=InMemorySaver()
+    )
+    config = plain_config()
+    with caplog.at_level(logging.WARNING, logger="wop_langgraph.nodes"):
+        graph.invoke({}, config)
+        decided = graph.invoke(Command(resume={"action": "accept"}), config)["result"]
+    assert decided["decision"] == "granted"
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert "'review_strict'" in said and "openwop-interrupt-auth-required" in said and "no effect" in said
 
 
 def test_node_events_go_to_langgraphs_custom_stream() -> None:

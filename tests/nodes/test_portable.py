@@ -78,6 +78,16 @@ SCENARIOS: dict[str, Scenario] = {
         result="approval_rejected",
         message="was rejected (reject)",
     ),
+    # A malformed payload is refused in the node, before anything is asked, in both worlds.
+    "approval-malformed-payload": Scenario(
+        g.approval(actions=["accept", "approve-twice"]),
+        [],
+        refused=0,
+        outcome="failed",
+        result="validation_error",
+        message="interrupt payload is invalid at /data/actions/1",
+        suspensions=0,
+    ),
     "approval-majority-reject": Scenario(
         g.approval(rejection_policy="majority"),
         [{"action": "reject"}],

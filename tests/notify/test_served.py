@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,23 +13,14 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import sync_playwright
 
+from tests.browser import chromium, require_chromium
 from tests.notify.conftest import Smtp, body_html, body_text, wait_until
 from tests.server.conftest import ALICE, READER
 from tests.server.process import served
 from wop_langgraph.protocol.ids import project_id
 
 pytestmark = pytest.mark.slow
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-]
 
 
 @pytest.fixture
@@ -79,22 +69,17 @@ def link_from_mail(smtp: Smtp, base: str, address: str) -> str:
 
 
 def test_the_emailed_link_opens_in_a_browser_and_approving_continues_the_run(base: str, smtp: Smtp) -> None:
-    if CHROMIUM is None:
-        pytest.skip("headless Chromium is not installed (Debian package 'chromium')")
+    require_chromium()
     run_id = create(base, "release")
     link = link_from_mail(smtp, base, "alice@example.test")
     (mail,) = smtp.mailbox.to("alice@example.test")
     assert mail["From"] == "reviews@example.test" and run_id in body_text(mail)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_context(java_script_enabled=False).new_page()
-            page.goto(link)
-            assert page.inner_text("h1") == "Ship release 7?"
-            page.locator("form:has(input[name=action][value='accept'])").locator("button").click()
-            assert "Accepted" in page.inner_text(".outcome")
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_context(java_script_enabled=False).new_page()
+        page.goto(link)
+        assert page.inner_text("h1") == "Ship release 7?"
+        page.locator("form:has(input[name=action][value='accept'])").locator("button").click()
+        assert "Accepted" in page.inner_text(".outcome")
     wait_until(lambda: status(base, run_id) == "completed", "the run to complete")
     (resolved,) = [e["payload"] for e in events(base, run_id) if e["type"] == "interrupt.resolved"]
     assert resolved["resolvedBy"]["subjectId"] == "alice"  # the link voted as the recipient it was minted for

@@ -19,8 +19,9 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
+from tests.browser import chromium
 from tests.server.conftest import ALICE, READER
 from tests.server.process import served
 from tests.server.review_graphs import OBJECT_ARTIFACT, TEXT_ARTIFACT
@@ -28,17 +29,6 @@ from wop_langgraph.protocol.ids import project_id
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-# The flags a root sandbox on a closed network needs (see .ci/run, which installs chromium).
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WAIT_SECONDS = 30.0
 WAITING = ("waiting-approval", "waiting-input", "waiting-external")
 # Words of a developer message that must never reach a reviewer.
@@ -54,14 +44,8 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if CHROMIUM is None:
-        pytest.skip("headless Chromium is not installed (Debian package 'chromium'; .ci/run installs it)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture

@@ -6,13 +6,20 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 from tests.official import validate_event
 from tests.store._workers import BARRIER_TIMEOUT_S, append_worker, run_in_processes
 
 from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.store.engine import READ_ONLY, make_engine
-from wop_langgraph.store.events import NewEvent, append_events, last_sequence, read_events
+from wop_langgraph.store.events import (
+    NewEvent,
+    RunLogClosed,
+    append_event_once,
+    append_events,
+    last_sequence,
+    read_events,
+)
 from wop_langgraph.store.migrations import upgrade
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
@@ -174,6 +181,59 @@ def test_rolled_back_append_gives_its_sequences_back(engine: Engine) -> None:
     assert sequences(engine, RUN) == [0, 1, 2, 3]
     with engine.connect() as conn:
         assert [e.payload["message"] for e in read_events(conn, RUN)] == ["m0", "m1", "m2", "m3"]
+
+
+def test_an_event_appended_once_is_logged_once(engine: Engine) -> None:
+    replayed = log(1)
+    append(engine, RUN, [log(0)])
+    with engine.begin() as conn:
+        assert append_event_once(conn, RUN, replayed, now=NOW) is True
+    with engine.begin() as conn:
+        assert append_event_once(conn, RUN, replayed, now=NOW) is False
+        assert append_event_once(conn, RUN, log(2), now=NOW) is True
+    with engine.connect() as conn:
+        logged = read_events(conn, RUN)
+    assert [(e.sequence, e.payload["message"]) for e in logged] == [(0, "m0"), (1, "m1"), (2, "m2")]
+
+
+def test_a_closed_log_refuses_appends_but_knows_what_it_holds(engine: Engine) -> None:
+    logged_before = log(0)
+    append(engine, RUN, [logged_before])
+    with engine.begin() as conn:
+        (ended,) = append_events(conn, RUN, [log(1)], now=NOW, close=True)
+    assert ended.sequence == 1
+    with pytest.raises(RunLogClosed), engine.begin() as conn:
+        append_events(conn, RUN, [log(2), log(3)], now=NOW)
+    with pytest.raises(RunLogClosed), engine.begin() as conn:
+        append_event_once(conn, RUN, log(4), now=NOW)
+    with engine.begin() as conn:  # a replay of an event logged before the end is not an append
+        assert append_event_once(conn, RUN, logged_before, now=NOW) is False
+    assert sequences(engine, RUN) == [0, 1]
+    assert append(engine, OTHER_RUN, [log(0)]) == [0]  # other runs' logs stay open
+
+
+def test_an_append_is_one_statement_on_postgresql(engine: Engine) -> None:
+    # PostgreSQL reserves the sequences and inserts the events in one round trip; SQLite (no
+    # data-modifying CTEs, no round trip either) bumps the counter and then inserts.
+    statements: list[str] = []
+
+    def count(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        with engine.begin() as conn:
+            statements.clear()
+            append_events(conn, RUN, [log(0), log(1), log(2)], now=NOW)
+            batch = len(statements)
+            statements.clear()
+            append_event_once(conn, RUN, log(3), now=NOW)
+            once = len(statements)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    expected = 1 if engine.dialect.name == "postgresql" else 2
+    assert (batch, once) == (expected, expected), statements
+    assert sequences(engine, RUN) == [0, 1, 2, 3]
 
 
 def assert_complete_log(

@@ -24,6 +24,7 @@ from sqlalchemy import Connection, select, update
 from wop_langgraph._clock import utcnow
 from wop_langgraph.adapters import payload_for
 from wop_langgraph.adapters.functional import recorded_by_caller
+from wop_langgraph.adapters.policy import ApprovalPolicy
 from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.nodes._context import node_path
 from wop_langgraph.nodes._suspend import ENVELOPE_MARK
@@ -74,6 +75,8 @@ class InterruptRecorder:
         #: outbox plans its messages here, so they commit or roll back with the interrupt).
         self.on_requested: list[Callable[[Connection, InterruptRecord], None]] = []
         self._task_listeners: dict[str, TaskWritesListener] = {}
+        #: (conn, run id, node id) -> the registered policy of a bare approval at that node.
+        self.approval_policy: Callable[[Connection, str, str], ApprovalPolicy | None] | None = None
 
     @contextmanager
     def task_writes(self, run_id: str, listener: TaskWritesListener) -> Iterator[None]:
@@ -132,6 +135,11 @@ class InterruptRecorder:
         if any(row.lg_interrupt_id == item.id for row in known):
             return
         node_id, task_ns, payload = _unwrap(batch, item)
+        if payload["kind"] == "approval" and _is_bare(item) and self.approval_policy is not None:
+            # The graph's code had no place for a quorum or approvers: registration supplies them.
+            policy = self.approval_policy(conn, run_id, node_id)
+            if policy is not None:
+                payload = policy.apply(payload)
         kind = str(payload["kind"])
         same_execution = [row for row in known if row.checkpoint_ns == task_ns]
         if same_execution:
@@ -205,6 +213,11 @@ def _profiles(item: Interrupt) -> list[str] | None:
     if isinstance(value, dict) and value.get(ENVELOPE_MARK) == 1 and value.get("profiles"):
         return [str(p) for p in value["profiles"]]
     return None
+
+
+def _is_bare(item: Interrupt) -> bool:
+    """Whether the interrupt is a bare ``interrupt(value)`` (not a node API call)."""
+    return not (isinstance(item.value, dict) and item.value.get(ENVELOPE_MARK) == 1)
 
 
 def _unwrap(batch: WriteBatch, item: Interrupt) -> tuple[str, str, dict[str, Any]]:

@@ -8,9 +8,12 @@ from typing import Any
 
 from langgraph.pregel import Pregel
 from langgraph.types import RetryPolicy
+from sqlalchemy import Connection, select
 
+from wop_langgraph.adapters.policy import ApprovalPolicy
 from wop_langgraph.host.driver import needs_async
 from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, NotFound, ValidationError
+from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.saver import AsyncSQLModelSaver, SQLModelSaver
 
 __all__ = ["CAPABILITY_KEYS", "GraphRegistry", "RegisteredGraph"]
@@ -29,6 +32,7 @@ class RegisteredGraph:
     ``requires`` maps each host capability its runs need (``conversation``, ``credential``) to
     what names the need in a refusal (``offendingTypeId``, ``nodeId``);
     ``definition`` is the OpenWOP WorkflowDefinition it was compiled from, if any.
+    ``approval_policies`` configure the approvals of bare ``interrupt()`` values (adapters).
     """
 
     workflow_id: str
@@ -38,6 +42,8 @@ class RegisteredGraph:
     async_graph: Pregel[Any, Any, Any, Any] | None = None
     requires: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     definition: Mapping[str, Any] | None = None
+    #: node id -> the policy merged into the approvals that adapters build at that node.
+    approval_policies: Mapping[str, ApprovalPolicy] = field(default_factory=dict)
 
     def require(self, *, conversations: bool, credentials: bool) -> None:
         """Refuse a run of this workflow on a host without a capability it needs.
@@ -84,6 +90,7 @@ class GraphRegistry:
         *,
         requires: Mapping[str, Mapping[str, str]] | None = None,
         definition: Mapping[str, Any] | None = None,
+        approval_policies: Mapping[str, ApprovalPolicy] | None = None,
     ) -> None:
         """Bind ``graph`` to the store and register it.
 
@@ -102,6 +109,13 @@ class GraphRegistry:
         if unknown:
             raise ValidationError(f"rejection routes name unknown nodes: {', '.join(unknown)}")
         _refuse_fixed_successors(graph, rejection_routes)
+        policies = dict(approval_policies or {})
+        # A node id names a top-level node, or a node of its subgraph as ``parent.child``.
+        unknown = sorted(node for node in policies if node.split(".", 1)[0] not in graph.nodes)
+        if unknown:
+            raise ValidationError(f"approval policies name unknown nodes: {', '.join(unknown)}")
+        for policy in policies.values():
+            policy.check()
         nodes = {
             name: node.copy({"retry_policy": _never_retry_rejection(node.retry_policy)})
             for name, node in graph.nodes.items()
@@ -119,6 +133,7 @@ class GraphRegistry:
             definition=definition,
             is_async=is_async,
             async_graph=async_bound,
+            approval_policies=policies,
         )
 
     def workflow_ids(self) -> list[str]:
@@ -138,6 +153,20 @@ class GraphRegistry:
 
     def __contains__(self, workflow_id: object) -> bool:
         return workflow_id in self._graphs
+
+    def approval_policy(self, conn: Connection, run_id: str, node_id: str) -> ApprovalPolicy | None:
+        """The policy registered for approvals that adapters build at ``node_id`` of ``run_id``.
+
+        Reads the run's workflow inside the caller's transaction, and only when some workflow
+        has a policy at all.
+        """
+        if not any(g.approval_policies for g in self._graphs.values()):
+            return None
+        workflow_id = conn.execute(
+            select(runs_table.c.workflow_id).where(runs_table.c.run_id == run_id)
+        ).scalar()
+        registered = self._graphs.get(str(workflow_id))
+        return None if registered is None else registered.approval_policies.get(node_id)
 
 
 def _refuse_fixed_successors(graph: Pregel[Any, Any, Any, Any], routes: Mapping[str, str]) -> None:

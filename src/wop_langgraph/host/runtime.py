@@ -20,6 +20,7 @@ from langgraph.pregel import Pregel
 from sqlalchemy import Connection, Engine, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
+from wop_langgraph.adapters.policy import ApprovalPolicy
 from wop_langgraph.host.driver import jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, RunOptions, run_option
 from wop_langgraph.host.fork import fork_run
@@ -90,9 +91,11 @@ class WopHost:
     ) -> None:
         self.saver = saver
         self.clock = clock
-        saver.recorder = ForkAwareRecorder(clock)  # InterruptRecorder + replay forks' recorded answers
+        recorder = ForkAwareRecorder(clock)  # InterruptRecorder + replay forks' recorded answers
+        saver.recorder = recorder
         self.engine: Engine = saver.engine
         self.registry = GraphRegistry(saver)
+        recorder.approval_policy = self.registry.approval_policy
         self.options = RunOptions(conversations, credentials, DEFAULT_ESCALATION_THRESHOLD)
         self.ref_kinds = frozenset(ref_kinds)
         self.executor = Executor(self.engine, self.registry, self.options, clock, lease_seconds=lease_seconds)
@@ -119,6 +122,7 @@ class WopHost:
         graph: Pregel[Any, Any, Any, Any],
         *,
         rejection_routes: Mapping[str, str] | None = None,
+        approvals: Mapping[str, ApprovalPolicy] | None = None,
     ) -> None:
         """Register a compiled graph under ``workflow_id``.
 
@@ -129,8 +133,15 @@ class WopHost:
             rejection_routes: node id -> node that a rejected approval in that node continues
                 to (the explicit equivalent of an ``any_failed`` edge); without a route a
                 rejection fails the node and the run with ``approval_rejected``.
+            approvals: node id -> the quorum, approvers, rejection policy and timeout of the
+                approvals that a bare ``interrupt()`` at that node becomes (Agent Inbox,
+                ``HumanInTheLoopMiddleware``): code that has no place for them gets them here.
+                Node API calls keep their own arguments.
+
+        Raises:
+            ValidationError: an unknown node in either mapping, or a policy no approval can carry.
         """
-        self.registry.register(workflow_id, graph, rejection_routes or {})
+        self.registry.register(workflow_id, graph, rejection_routes or {}, approval_policies=approvals)
 
     # -- workers ----------------------------------------------------------------------------
 

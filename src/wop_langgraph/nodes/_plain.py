@@ -19,6 +19,8 @@ have resumed with, and the node API function turns it into its result by the sam
 from __future__ import annotations
 
 import hashlib
+import logging
+import threading
 from typing import Annotated, Any
 
 from langgraph.config import get_config
@@ -43,12 +45,29 @@ except ImportError:  # pragma: no cover - older LangGraph: the error still refus
         return None
 
 
-__all__ = ["MAX_KEY_LENGTH", "plain_key", "suspend_plain"]
+__all__ = ["MAX_KEY_LENGTH", "note_host_only", "plain_key", "suspend_plain"]
 
 MAX_KEY_LENGTH = 256
 #: LangGraph's per-task scratchpad (private; pinned by ``langgraph>=1.2.20,<1.3``). Its resume
 #: list holds one value per ``interrupt()`` of this task already answered.
 _SCRATCHPAD_KEY = "__pregel_scratchpad"
+
+_log = logging.getLogger("wop_langgraph.nodes")
+_noted: set[tuple[str, str]] = set()
+_noted_lock = threading.Lock()
+
+
+def note_host_only(node_id: str, feature: str, message: str) -> None:
+    """Warn (once per node and feature, in the log) that ``feature`` does less outside WopHost.
+
+    For what plain LangGraph can carry but not honour (a timeout, a token profile): the call
+    goes on, and says so, rather than silently doing less.
+    """
+    with _noted_lock:
+        if (node_id, feature) in _noted:
+            return
+        _noted.add((node_id, feature))
+    _log.warning("node %r: %s (enforced by WopHost only)", node_id, message)
 
 
 def plain_key(call: NodeCall, position: int) -> str:

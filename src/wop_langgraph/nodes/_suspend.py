@@ -20,7 +20,7 @@ from langgraph.types import interrupt
 
 from wop_langgraph.nodes._context import NodeCall, current_call
 from wop_langgraph.nodes._delivery import DELIVERY_MARK, Delivery
-from wop_langgraph.nodes._plain import suspend_plain
+from wop_langgraph.nodes._plain import note_host_only, suspend_plain
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
 
 __all__ = ["AUTH_REQUIRED", "DELIVERY_MARK", "ENVELOPE_MARK", "PROFILES", "Delivery", "suspend", "timeout_ms"]
@@ -56,8 +56,9 @@ def suspend(
     """Suspend the current node with an OpenWOP interrupt of ``kind`` and return its delivery.
 
     ``profiles`` (names in :data:`PROFILES`) travel beside the payload, not in it (the payload
-    is the closed wire shape), and are stored with the interrupt; outside the host there is no
-    token surface for them to restrict, so they are dropped.
+    is the closed wire shape), and are stored with the interrupt. Outside the host there is no
+    token surface for them to restrict and no sweep to enforce a timeout: both are logged as
+    host-only (once per node) and the interrupt waits until it is resumed.
 
     Raises:
         ValidationError: the payload is malformed (before anything is recorded), or, outside
@@ -71,6 +72,20 @@ def suspend(
     if millis:
         payload["timeoutMs"] = millis
     if not call.hosted:
+        if millis:
+            note_host_only(
+                call.node_id,
+                "timeout",
+                f"timeoutMs={millis} is carried in the payload but nothing expires the interrupt "
+                "under plain LangGraph; it waits until resumed",
+            )
+        for profile in sorted(set(profiles)):
+            note_host_only(
+                call.node_id,
+                profile,
+                f"profile {profile!r} has no effect under plain LangGraph (there are no signed "
+                "tokens to restrict)",
+            )
         return suspend_plain(call, payload)
     # Refuse a malformed payload here, in the node, before anything is recorded: the store
     # adds the key later, so validate with a placeholder one.

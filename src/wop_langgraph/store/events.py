@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Integer, bindparam, func, select
+from sqlalchemy import Connection, Integer, bindparam, false, func, select, true, union_all
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import iso_z
@@ -102,43 +102,9 @@ def append_events(
     """
     if not events:
         return []
-    # This transaction's commit wakes the run's readers (see :mod:`.appended`): marked once per
-    # run; on PostgreSQL the counter's own statement sends the one NOTIFY (no extra round trip).
-    announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
-    notify = conn.dialect.name == "postgresql" and run_id not in announced
-    first = _reserve_sequences(conn, run_id, len(events), close, notify=notify)
-    announced.add(run_id)
-    stored = [
-        StoredEvent(
-            run_id=run_id,
-            sequence=first + offset,
-            event_id=event.event_id,
-            type=event.type,
-            payload=event.payload,
-            timestamp=now,
-            node_id=event.node_id,
-            causation_id=event.causation_id,
-            schema_version=event.schema_version,
-        )
-        for offset, event in enumerate(events)
-    ]
-    conn.execute(
-        _events.insert(),
-        [
-            {
-                "run_id": e.run_id,
-                "sequence": e.sequence,
-                "event_id": e.event_id,
-                "type": e.type,
-                "node_id": e.node_id,
-                "payload": e.payload,
-                "timestamp": e.timestamp,
-                "schema_version": e.schema_version,
-                "causation_id": e.causation_id,
-            }
-            for e in stored
-        ],
-    )
+    stored = _append(conn, run_id, events, now=now, close=close, once=False)
+    if stored is None:
+        raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
     return stored
 
 
@@ -147,11 +113,13 @@ def append_event_once(conn: Connection, run_id: str, event: NewEvent, *, now: da
 
     Returns whether it was appended. Raises :class:`RunLogClosed` like :func:`append_events`.
     """
-    seen = conn.execute(select(_events.c.sequence).where(_events.c.event_id == event.event_id)).first()
+    if _append(conn, run_id, [event], now=now, close=False, once=True) is not None:
+        return True
+    # Nothing reserved: either the event is already logged or the log is closed (rare; ask).
+    seen = conn.execute(_seen_statement(), {"event_id": event.event_id}).first()
     if seen is not None:
         return False
-    append_events(conn, run_id, [event], now=now)
-    return True
+    raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
 
 
 def read_events(
@@ -200,29 +168,97 @@ def last_sequence(conn: Connection, run_id: str) -> int:
     return -1 if value is None else int(value)
 
 
-def _reserve_sequences(conn: Connection, run_id: str, count: int, close: bool, *, notify: bool) -> int:
-    """Bump the run's counter by ``count`` and return the first reserved sequence.
+def _append(
+    conn: Connection,
+    run_id: str,
+    events: Sequence[NewEvent],
+    *,
+    now: datetime,
+    close: bool,
+    once: bool,
+) -> list[StoredEvent] | None:
+    """Reserve sequences for ``events`` and insert them; ``None`` when nothing was reserved.
 
-    The bump only applies to an open log, so a terminal event and any append racing it are
-    ordered by the counter row's lock: whichever comes second sees the log closed. With
-    ``notify`` (PostgreSQL) the same statement sends the log's ``NOTIFY``, if it bumped.
+    The counter bump only applies to an open log, so a terminal event and any append racing it
+    are ordered by the counter row's lock: whichever comes second sees the log closed. With
+    ``once``, it also applies only while the (single) event's id is not logged yet. On
+    PostgreSQL the bump, the insert and the log's one ``NOTIFY`` per run and transaction are a
+    single statement; SQLite (no data-modifying CTEs) runs the bump, then the insert.
     """
-    statement = _reserve_statement(conn.dialect.name, close, notify)
-    params = {"run_id": run_id, "count": count, "channel": EVENTS_CHANNEL}
-    next_free = conn.execute(statement, params).scalar()
-    if next_free is None:
-        raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
-    return int(next_free) - count
+    # This transaction's commit wakes the run's readers (see :mod:`.appended`): marked once per run.
+    announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
+    postgres = conn.dialect.name == "postgresql"
+    rows = [_row(event, now) for event in events]
+    params: dict[str, Any] = {"run_id": run_id, "count": len(events), "channel": EVENTS_CHANNEL}
+    if once:
+        params["once_id"] = events[0].event_id
+    if postgres:
+        for offset, row in enumerate(rows):
+            params.update({f"{name}_{offset}": value for name, value in row.items()})
+        statement = _append_statement(len(events), close, run_id not in announced, once)
+        sequences = conn.execute(statement, params).scalars().all()
+        if not sequences:
+            return None
+        first = min(sequences)
+    else:
+        next_free = conn.execute(_reserve_statement("sqlite", close, False, once), params).scalar()
+        if next_free is None:
+            return None
+        first = int(next_free) - len(events)
+        conn.execute(
+            _events.insert(),
+            [row | {"run_id": run_id, "sequence": first + offset} for offset, row in enumerate(rows)],
+        )
+    announced.add(run_id)
+    return [
+        StoredEvent(
+            run_id=run_id,
+            sequence=first + offset,
+            event_id=event.event_id,
+            type=event.type,
+            payload=event.payload,
+            timestamp=now,
+            node_id=event.node_id,
+            causation_id=event.causation_id,
+            schema_version=event.schema_version,
+        )
+        for offset, event in enumerate(events)
+    ]
+
+
+def _row(event: NewEvent, now: datetime) -> dict[str, Any]:
+    """The per-event columns of an insert (``run_id`` and ``sequence`` are the batch's)."""
+    return {
+        "event_id": event.event_id,
+        "type": event.type,
+        "node_id": event.node_id,
+        "payload": event.payload,
+        "timestamp": now,
+        "schema_version": event.schema_version,
+        "causation_id": event.causation_id,
+    }
+
+
+_ROW_COLUMNS = ("event_id", "type", "node_id", "payload", "timestamp", "schema_version", "causation_id")
 
 
 @functools.cache
-def _reserve_statement(dialect_name: str, close: bool, notify: bool) -> Any:
-    """The counter upsert of :func:`_reserve_sequences`, built once per shape."""
+def _reserve_statement(dialect_name: str, close: bool, notify: bool, once: bool) -> Any:
+    """The counter upsert: bump ``next_sequence`` by ``count`` on an open log, return it.
+
+    With ``once``, the row to upsert is only produced while no event has id ``once_id``; with
+    ``notify`` (PostgreSQL) the statement also sends the log's ``NOTIFY``, if it bumped.
+    """
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     count = bindparam("count", type_=Integer)
-    statement = dialect.insert(_counters).values(
-        run_id=bindparam("run_id"), next_sequence=count, closed=close
-    )
+    source = select(bindparam("run_id", type_=_counters.c.run_id.type), count, true() if close else false())
+    if once:
+        logged = select(_events.c.sequence).where(_events.c.event_id == bindparam("once_id"))
+        source = source.where(~logged.exists())
+    else:
+        # SQLite parses ``INSERT ... SELECT ... ON CONFLICT`` only with a WHERE in the SELECT.
+        source = source.where(true())
+    statement = dialect.insert(_counters).from_select(["run_id", "next_sequence", "closed"], source)
     set_: dict[str, Any] = {"next_sequence": _counters.c.next_sequence + count}
     if close:
         set_["closed"] = True
@@ -232,3 +268,35 @@ def _reserve_statement(dialect_name: str, close: bool, notify: bool) -> Any:
     return statement.on_conflict_do_update(
         index_elements=[_counters.c.run_id], set_=set_, where=_counters.c.closed.is_(False)
     ).returning(*returning)
+
+
+@functools.cache
+def _append_statement(count: int, close: bool, notify: bool, once: bool) -> Any:
+    """PostgreSQL: the counter upsert and the insert of ``count`` events in one statement.
+
+    ``WITH reserved AS (<upsert> RETURNING next_sequence) INSERT INTO wop_events SELECT ...
+    FROM reserved``: no row reserved (closed log, or an already logged ``once`` event), no
+    event inserted; the statement returns the inserted sequences.
+    """
+    reserved = _reserve_statement("postgresql", close, notify, once).cte("reserved")
+    first = reserved.c.next_sequence - bindparam("count", type_=Integer)
+    rows = [
+        select(
+            bindparam("run_id", type_=_events.c.run_id.type),
+            first + offset,
+            *(bindparam(f"{name}_{offset}", type_=_events.c[name].type) for name in _ROW_COLUMNS),
+        ).select_from(reserved)
+        for offset in range(count)
+    ]
+    source = rows[0] if count == 1 else union_all(*rows)
+    return (
+        postgresql.insert(_events)
+        .from_select(["run_id", "sequence", *_ROW_COLUMNS], source)
+        .returning(_events.c.sequence)
+        .add_cte(reserved)
+    )
+
+
+@functools.cache
+def _seen_statement() -> Any:
+    return select(_events.c.sequence).where(_events.c.event_id == bindparam("event_id"))
