@@ -128,6 +128,25 @@ def host_status(host: WopHost, run_id: str) -> str:
     return status
 
 
+def test_a_late_question_times_the_gate_out_too(make_host: HostFactory) -> None:
+    now = [datetime.now(UTC)]
+    host = make_host(clock=lambda: now[0])
+    run_id, _ = start(host, approval_graph(timeout=60, actions=["accept", "reject", "ask"]))
+    ask = {"action": "ask", "feedback": "Which version?"}
+    assert host.resolve(run_id, "review", ask, ALICE)["status"] == "waiting-approval"  # in time
+    assert not payloads(events(host, run_id), "interrupt.resolved")
+    now[0] += timedelta(seconds=61)
+    with pytest.raises(InterruptAlreadyResolved, match="timed out"):
+        host.resolve(run_id, "review", ask, ALICE)
+    (resolved,) = payloads(events(host, run_id), "interrupt.resolved")
+    assert (resolved["action"], resolved["decision"], resolved["reason"]) == (
+        "timeout",
+        "rejected",
+        "timeout",
+    )
+    assert host.snapshot(run_id)["status"] == "failed"
+
+
 @pytest.mark.parametrize("kind", ["approval", "clarification"])
 def test_a_late_answer_times_the_gate_out_with_no_sweep(make_host: HostFactory, kind: str) -> None:
     """The deadline is decided in the resolve's own transaction: no sweep ran, the answer came late."""

@@ -202,8 +202,8 @@ def test_200_parallel_mints_are_200_distinct_tokens_and_one_vote(base: str) -> N
     ids=["voter", "decidedBy", "both"],
 )
 def test_resume_fields_confer_no_identity(base: str, spoof: dict[str, str]) -> None:
-    """FAILS until the resolver counts ``principal.subject_id`` only: today ``resumeValue.voter``
-    is taken as the voter, so alice's spoofed vote counts as bob's and releases the gate."""
+    """The resolver counts ``principal.subject_id`` only: a ``resumeValue.voter`` or ``decidedBy``
+    naming bob does not make alice's vote count as bob's, so the gate is not released."""
     run_id = start(base)
     alice = client(base, "alice")
     by_run = alice.interrupts_resolve_by_run(run_id, "review", ResolveInterruptRequest({"action": "accept"}))

@@ -189,8 +189,6 @@ class Resolver:
             check_eligible(
                 payload["data"], principal, ref_kinds=self._s.ref_kinds, membership=self._s.membership
             )
-            if parsed.action == "ask":
-                return {"runId": run_id, "nodeId": node_id, "status": row.status}
         decided, status = self._decide(target, parsed, resume_value, principal)
         if decided:
             self._s.on_enqueued(run_id)
@@ -237,6 +235,8 @@ class Resolver:
                 _time_out(conn, current, now)
                 enqueue(conn, current.run_id, now=now, running=True)
                 return True, "timed-out"
+            if parsed is not None and parsed.action == "ask":
+                return False, None  # a question decides nothing (a late one timed out above)
             if parsed is None:
                 _claim_in(conn, current, resume_value, {}, principal.subject(), now)
                 enqueue(conn, current.run_id, now=now, running=True)
