@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.notify.conftest import Clock, Smtp, Webhook, body_html, body_text, free_port
-from tests.notify.graphs import gate_graph
+from tests.notify.graphs import failing_beside_gate_graph, gate_graph
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.principal import Membership
 from wop_langgraph.notify import (
@@ -36,6 +36,7 @@ from wop_langgraph.notify import (
 from wop_langgraph.notify.outbox import claim_due
 from wop_langgraph.notify.table import notifications_table
 from wop_langgraph.protocol.egress import AllowList
+from wop_langgraph.store.run_tables import interrupts_table
 from wop_langgraph.tokens import SigningKeys, verify
 
 REPO = Path(__file__).resolve().parents[2]
@@ -263,6 +264,158 @@ def test_escalation_is_dropped_when_the_gate_is_decided_in_time(
     notes.deliver_due()
     assert smtp.mailbox.to("erin@example.test") == []
     assert {n.purpose: n.state for n in notes.notifications(run_id)}["escalation"] == "dropped"
+
+
+def test_reminders_and_escalation_are_dropped_when_the_run_is_cancelled(
+    host: WopHost, smtp: Smtp, webhook: Webhook, clock: Clock
+) -> None:
+    policy = NotifyPolicy(reminders=(0.5, 0.9), escalation_to={"*": ["erin"]})
+    notes = notifier(
+        smtp,
+        host,
+        policy,
+        apprise={"erin": f"json://127.0.0.1:{webhook.port}/hook"},
+        allow=AllowList(loopback_http_ports=frozenset({webhook.port})),
+    )
+    run_id = run(host, "cancel", approvers=["alice"], timeout=100, on_timeout="escalate")
+    planned = {n.purpose: n.state for n in notes.notifications(run_id)}
+    assert planned == {
+        "request": "pending",
+        "reminder-50": "pending",
+        "reminder-90": "pending",
+        "escalation": "pending",
+    }
+    assert notes.deliver_due() == 1  # the request
+    clock.advance(seconds=10)
+    host.cancel(run_id, reason="not needed", principal=OWNER)
+    for seconds in (40, 40, 10, 30):  # past 50 %, 90 %, the deadline, and beyond
+        clock.advance(seconds=seconds)
+        assert notes.deliver_due() == 0
+    assert len(smtp.mailbox.messages) == 1 and webhook.bodies == []
+    ended = {n.purpose: (n.state, n.last_error) for n in notes.notifications(run_id)}
+    assert ended == {
+        "request": ("sent", None),
+        "reminder-50": ("dropped", "the run is cancelled"),
+        "reminder-90": ("dropped", "the run is cancelled"),
+        "escalation": ("dropped", "the gate did not time out (it is cancelled)"),
+    }
+
+
+def test_a_request_not_yet_sent_when_the_run_is_cancelled_is_never_sent(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    notes = notifier(smtp, host, NotifyPolicy(reminders=(0.5,)))
+    run_id = run(host, "cancel-early", approvers=["alice", "bob"], timeout=100)
+    host.cancel(run_id, principal=OWNER)  # before the delivery loop came round
+    assert notes.deliver_due() == 0
+    clock.advance(seconds=60)
+    assert notes.deliver_due() == 0
+    assert smtp.mailbox.messages == []
+    assert {(n.recipient, n.purpose, n.state) for n in notes.notifications(run_id)} == {
+        (name, purpose, "dropped") for name in ("alice", "bob") for purpose in ("request", "reminder-50")
+    }
+
+
+def test_a_reminder_still_due_when_the_gate_times_out_is_dropped(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    notes = notifier(smtp, host, NotifyPolicy(reminders=(0.5, 0.9)))
+    run_id = run(host, "remind-late", approvers=["alice"], timeout=100)
+    assert notes.deliver_due() == 1
+    clock.advance(seconds=50)
+    assert notes.deliver_due() == 1  # the 50 % reminder: reminders do fire here
+    clock.advance(seconds=50)  # the 90 % reminder was not sent in time (say the loop was down)
+    assert host.sweep() == 1  # the gate times out and the run fails
+    assert host.snapshot(run_id)["status"] == "failed"
+    assert notes.deliver_due() == 0
+    clock.advance(seconds=60)
+    assert notes.deliver_due() == 0
+    assert len(smtp.mailbox.to("alice@example.test")) == 2
+    ended = {n.purpose: (n.state, n.last_error) for n in notes.notifications(run_id)}
+    assert ended["reminder-90"] == ("dropped", "the run is failed")
+
+
+def test_notifications_of_a_gate_whose_run_failed_beside_it_are_dropped(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    # A sibling node fails in the gate's step: the run fails while the gate itself stays pending,
+    # so only the run's status tells the outbox that nobody should be asked any more.
+    notes = notifier(smtp, host, NotifyPolicy(reminders=(0.5,), escalation_to={"*": ["erin"]}))
+
+    def asked() -> bool:
+        with host.engine.connect() as conn:
+            return bool(conn.execute(select(func.count()).select_from(interrupts_table)).scalar())
+
+    graph = failing_beside_gate_graph(asked, approvers=["alice"], timeout=100, on_timeout="escalate")
+    host.register("broken-build", graph)
+    run_id = str(host.create_run("broken-build", {}, owner=OWNER)["runId"])
+    assert host.snapshot(run_id)["status"] == "failed"
+    assert [i.status for i in host.interrupts(run_id)] == ["pending"]
+    assert len(notes.notifications(run_id)) == 3  # request, reminder, escalation: planned with the gate
+    for seconds in (0, 50, 50, 10):
+        clock.advance(seconds=seconds)
+        assert notes.deliver_due() == 0
+    assert smtp.mailbox.messages == []
+    ended = {n.purpose: (n.state, n.last_error) for n in notes.notifications(run_id)}
+    assert ended == {
+        "request": ("dropped", "the run is failed"),
+        "reminder-50": ("dropped", "the run is failed"),
+        "escalation": ("dropped", "the gate did not time out (it is pending)"),
+    }
+
+
+def test_a_replay_fork_never_notifies_its_replayed_gate_again_and_a_branch_does(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    notes = notifier(smtp, host, NotifyPolicy(reminders=(0.5,)))
+    run_id = run(host, "forked", approvers=["alice"], timeout=100)
+    assert notes.deliver_due() == 1
+    host.resolve(run_id, "review", {"action": "accept"}, Principal(tenant="acme", subject_id="alice"))
+    assert host.snapshot(run_id)["status"] == "completed"
+    source = host.events(run_id)
+    resolved_at = next(e["sequence"] for e in source if e["type"] == "interrupt.resolved")
+    # From the start (the gate is asked again and answered from the record) and from the answer
+    # (the gate is copied answered): neither plans nor sends anything.
+    for from_seq in (0, resolved_at):
+        forked = host.fork(run_id, mode="replay", from_seq=from_seq, principal=OWNER)
+        assert forked["status"] == "completed"
+        assert host.interrupts(forked["runId"])[0].status == "resolved"
+        assert notes.notifications(forked["runId"]) == []
+        assert notes.deliver_due() == 0
+        clock.advance(seconds=60)  # past the reminder too
+        assert notes.deliver_due() == 0
+    assert len(smtp.mailbox.to("alice@example.test")) == 1
+    # A branch from before the gate asks it anew: that is a new gate, and it is notified.
+    review_started = next(e["sequence"] for e in source if e["type"] == "node.started")
+    branch = host.fork(run_id, mode="branch", from_seq=review_started, principal=OWNER)
+    assert branch["status"] == "waiting-approval"
+    assert [(n.recipient, n.purpose) for n in notes.notifications(branch["runId"])] == [
+        ("alice", "request"),
+        ("alice", "reminder-50"),
+    ]
+    assert notes.deliver_due() == 1
+    (_, mail) = smtp.mailbox.to("alice@example.test")
+    assert branch["runId"] in body_text(mail)
+    (token,) = links_in(body_text(mail))
+    (gate,) = host.pending_interrupts(branch["runId"])
+    claims = verify(KEYS, token, now=clock())
+    assert (claims.run_id, claims.interrupt_id) == (branch["runId"], gate.key)
+
+
+def test_a_replay_fork_of_a_waiting_gate_does_not_notify_it_again(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    notes = notifier(smtp, host)
+    run_id = run(host, "forked-waiting", approvers=["alice"], timeout=100)
+    assert notes.deliver_due() == 1
+    asked_at = next(e["sequence"] for e in host.events(run_id) if e["type"] == "interrupt.requested")
+    # From the start (asked again by the replayed node) and from the ask (copied, still pending).
+    for from_seq in (0, asked_at):
+        forked = host.fork(run_id, mode="replay", from_seq=from_seq, principal=OWNER)
+        assert forked["status"] == "waiting-approval"
+        assert notes.notifications(forked["runId"]) == []
+        assert notes.deliver_due() == 0
+    assert len(smtp.mailbox.to("alice@example.test")) == 1
 
 
 def test_replay_and_a_second_planner_never_plan_twice(host: WopHost, smtp: Smtp, db_url: str) -> None:
