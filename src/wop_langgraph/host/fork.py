@@ -20,7 +20,7 @@ effects run.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -31,6 +31,7 @@ from sqlalchemy import Connection, Engine, select
 
 from wop_langgraph.host.keys import interrupt_id_for
 from wop_langgraph.host.principal import Principal
+from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.host.replay import redeliver
 from wop_langgraph.nodes._suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.errors import IdTenantMismatch, NotFound, ValidationError, WopError
@@ -122,6 +123,9 @@ def fork_run(
         _insert_run(conn, source, fork_id, overlay, now)
         insert_fork(conn, record, now=now)
         copier = _Copier(conn, source.run_id, fork_id, events, from_seq, now, host.saver.serde)
+        recorder = host.saver.recorder
+        if isinstance(recorder, InterruptRecorder):
+            copier.on_requested = list(recorder.on_requested)
         copier.copy(replay=fork_mode == "replay")
         enqueue(conn, fork_id, now=now)
         created = get_run(conn, fork_id)
@@ -242,6 +246,8 @@ class _Copier:
         self.renamed: dict[str, str] = {}  # source interrupt keys and ids -> the fork's
         self.in_resume: set[str] = set()  # source interrupts whose answers the copied __resume__ holds
         self.replay = False
+        #: Told of each gate a branch fork asks anew (the notification outbox plans its messages).
+        self.on_requested: list[Callable[[Connection, InterruptRecord], None]] = []
 
     def copy(self, *, replay: bool) -> None:
         self.replay = replay
@@ -578,8 +584,13 @@ class _Copier:
                 # never answered) waits for a new answer; its deadline restarts now.
                 timeout = record.payload.get("timeoutMs")
                 deadline = self.now + timedelta(milliseconds=timeout) if timeout else None
-                insert_interrupt(self.conn, replace(row, deadline=deadline))
+                stored, _ = insert_interrupt(self.conn, replace(row, created_at=self.now, deadline=deadline))
                 self._finish_group(record, _ASKING, "key", record.key)
+                if not replay:
+                    # A branch asks anew: its reviewers hear of the fork's own gate (the source's
+                    # links resolve the source). A replay never notifies a second time.
+                    for hook in self.on_requested:
+                        hook(self.conn, stored)
 
     def _finish_group(self, record: InterruptRecord, types: tuple[str, ...], field: str, value: str) -> None:
         """Re-emit the rest of an event group that ``fromSeq`` fell inside.
