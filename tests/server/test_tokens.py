@@ -8,6 +8,8 @@ from datetime import timedelta
 import httpx
 from fastapi import FastAPI
 
+from tests.host._graphs import approval_graph
+from tests.host._support import footprint
 from tests.official import official_errors
 from tests.server.conftest import (
     ACME_BOB,
@@ -22,7 +24,7 @@ from tests.server.conftest import (
     started_run,
 )
 from tests.server.quorum_graphs import pair_graph
-from wop_langgraph.host import WopHost
+from wop_langgraph.host import Membership, Principal, WopHost
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server import create_app
 from wop_langgraph.server.state import ServerState
@@ -153,6 +155,54 @@ async def test_minting_for_an_approver_the_gate_does_not_name_is_refused(db_url:
                 f"/interrupts/{link['token']}", json={"resumeValue": {"action": "accept"}}
             )
             assert vote.json()["status"] == "waiting-approval"
+    finally:
+        host.saver.close()
+
+
+async def test_a_links_approver_is_checked_for_eligibility_again_when_it_votes(db_url: str) -> None:
+    """Eligibility is checked at mint and again at resolve: bob's link, minted while he is in the
+    gate's group, is refused (403, nothing written) once he has left it, though his vote would
+    decide the gate; back in the group, the same link decides it."""
+    reviewers = {"alice", "bob"}
+
+    def membership(principal: Principal) -> Membership:
+        return Membership(
+            groups=frozenset({"reviewers"}) if principal.subject_id in reviewers else frozenset()
+        )
+
+    host = WopHost.from_url(db_url, ref_kinds=("principal", "group"), membership=membership)
+    host.register("group", approval_graph(required_approvals=2, group_refs=["reviewers"]))
+    app = create_app(host, make_settings(db_url))
+    try:
+        async with serving(app) as client:
+            run_id = await suspended(client, "group")
+            wire = project_id(run_id)
+            vote = {"resumeValue": {"action": "accept"}}
+            first = await client.post(f"/runs/{wire}/interrupts/review", json=vote, headers=ALICE)
+            assert first.status_code == 200 and first.json()["status"] == "waiting-approval", first.text
+            # Minting checks eligibility now: carol is in no group, bob is.
+            url = f"/runs/{wire}/interrupts/review/tokens"
+            refused = await client.post(url, json={"approver": "carol"}, headers=MAILER)
+            assert assert_error(refused, 403, "forbidden")["details"] == {"subjectId": "carol"}
+            link = (await token_for(client, run_id, headers=MAILER, approver="bob"))["token"]
+            reviewers.discard("bob")
+            before = footprint(host, run_id)
+            late = assert_error(await client.post(f"/interrupts/{link}", json=vote), 403, "forbidden")
+            assert late["details"] == {"subjectId": "bob"}
+            form = await client.post(
+                f"/interrupts/{link}/form",
+                content=b"action=accept",
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+            )
+            assert form.status_code == 403, form.text
+            assert footprint(host, run_id) == before  # no vote, no event, the gate still pending
+            (gate,) = host.pending_interrupts(run_id)
+            assert [v["voter"] for v in gate.votes or []] == ["alice"]
+            assert (await at_rest(client, run_id))["status"] == "waiting-approval"
+            reviewers.add("bob")
+            decided = await client.post(f"/interrupts/{link}", json=vote)
+            assert decided.status_code == 200 and decided.json()["status"] == "running", decided.text
+            assert (await at_rest(client, run_id))["status"] == "completed"
     finally:
         host.saver.close()
 
