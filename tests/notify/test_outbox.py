@@ -23,6 +23,7 @@ from sqlalchemy import func, select
 
 from tests.notify.conftest import Clock, Smtp, Webhook, body_html, body_text, free_port
 from tests.notify.graphs import failing_beside_gate_graph, gate_graph
+from wop_langgraph._clock import as_utc
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.principal import Membership
 from wop_langgraph.notify import (
@@ -416,6 +417,35 @@ def test_a_replay_fork_of_a_waiting_gate_does_not_notify_it_again(
         assert notes.notifications(forked["runId"]) == []
         assert notes.deliver_due() == 0
     assert len(smtp.mailbox.to("alice@example.test")) == 1
+
+
+def test_a_branch_fork_waiting_on_a_copied_gate_tells_its_reviewers(
+    host: WopHost, smtp: Smtp, clock: Clock
+) -> None:
+    notes = notifier(smtp, host, NotifyPolicy(reminders=(0.5,)))
+    run_id = run(host, "branched-waiting", approvers=["alice"], timeout=100)
+    assert notes.deliver_due() == 1
+    clock.advance(seconds=30)
+    asked_at = next(e["sequence"] for e in host.events(run_id) if e["type"] == "interrupt.requested")
+    branch = host.fork(run_id, mode="branch", from_seq=asked_at, principal=OWNER)
+    assert branch["status"] == "waiting-approval"
+    (gate,) = host.pending_interrupts(branch["runId"])
+    assert gate.deadline is not None and as_utc(gate.deadline) == clock() + timedelta(seconds=100)
+    planned = {n.purpose: n for n in notes.notifications(branch["runId"])}
+    assert sorted(planned) == ["reminder-50", "request"]
+    # The reminder falls halfway to the fork's own deadline, which restarted at the fork.
+    assert as_utc(planned["reminder-50"].due_at) == clock() + timedelta(seconds=50)
+    assert notes.deliver_due() == 1
+    (_, mail) = smtp.mailbox.to("alice@example.test")
+    (token,) = links_in(body_text(mail))
+    claims = verify(KEYS, token, now=clock())
+    assert (claims.run_id, claims.interrupt_id) == (branch["runId"], gate.key)
+    # The link decides the fork's gate, not the source's.
+    host.resolve(
+        branch["runId"], "review", {"action": "accept"}, Principal(tenant="acme", subject_id="alice")
+    )
+    assert host.snapshot(branch["runId"])["status"] == "completed"
+    assert host.snapshot(run_id)["status"] == "waiting-approval"
 
 
 def test_replay_and_a_second_planner_never_plan_twice(host: WopHost, smtp: Smtp, db_url: str) -> None:
