@@ -8,11 +8,13 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, event
 
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import READ_ONLY
 from wop_langgraph.store.events import NewEvent, append_events, read_events
+from wop_langgraph.store.saver import SQLModelSaver
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 RUN = "acme/run-0123456789abcdef"
@@ -86,3 +88,17 @@ async def test_every_watcher_of_a_run_wakes(engine: Engine) -> None:
         await asyncio.to_thread(append, engine, RUN, "both")
         assert await first.wait(5)
         assert await second.wait(5)
+
+
+@pytest.mark.postgres
+def test_closing_the_saver_stops_its_event_listener(postgres_url: str) -> None:
+    saver = SQLModelSaver.from_url(postgres_url)
+    saver.setup()
+    signals = signals_for(saver.engine)
+    signals.ensure_listening()
+    listener = signals._listener
+    assert listener is not None and listener.is_alive()
+    saver.close()
+    listener.join(timeout=5)
+    assert not listener.is_alive(), "a disposed engine keeps no thread reconnecting to its database"
+    assert signals_for(saver.engine) is not signals

@@ -32,6 +32,7 @@ from wop_langgraph.store import _saver_ops as ops
 from wop_langgraph.store._saver_codec import Codec, checked, thread_key
 from wop_langgraph.store._saver_sql import WRITES_PER_STATEMENT, Statements, statements_for
 from wop_langgraph.store._saver_tx import ConnectionLost, Database, Tx, driver_error, store_error
+from wop_langgraph.store.appended import release_signals
 from wop_langgraph.store.engine import configure_sqlite, is_sqlite, make_engine, normalize_url
 from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
@@ -139,6 +140,7 @@ class SaverBase(BaseCheckpointSaver[str]):
         self._closed = True
         self._db.close()
         if self._owns_engine:
+            release_signals(self.engine)  # its event listener (PostgreSQL) stops with it
             self.engine.dispose()
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:

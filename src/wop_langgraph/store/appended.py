@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Engine, event
 
-__all__ = ["APPENDED_KEY", "EVENTS_CHANNEL", "AppendSignals", "RunWatch", "signals_for"]
+__all__ = ["APPENDED_KEY", "EVENTS_CHANNEL", "AppendSignals", "RunWatch", "release_signals", "signals_for"]
 
 #: PostgreSQL notification channel: payload is the run id.
 EVENTS_CHANNEL = "wop_events"
@@ -48,6 +48,16 @@ def signals_for(engine: Engine) -> AppendSignals:
             signals = AppendSignals(engine)
             _registry[id(engine)] = signals
         return signals
+
+
+def release_signals(engine: Engine) -> None:
+    """Stop the wake-ups of ``engine`` (its listener thread ends): call it before disposing of it."""
+    with _registry_guard:
+        signals = _registry.get(id(engine))
+        if signals is None or signals.engine is not engine:
+            return
+        del _registry[id(engine)]
+    signals.close()
 
 
 class RunWatch:
@@ -156,6 +166,7 @@ class AppendSignals:
             self.bump(run_id)
 
     def _listen(self) -> None:
+        failures = 0
         while not self._stop.is_set():
             raw = None
             try:
@@ -164,12 +175,22 @@ class AppendSignals:
                 assert driver_conn is not None
                 driver_conn.autocommit = True
                 driver_conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                failures = 0
                 while not self._stop.is_set():
                     for note in driver_conn.notifies(timeout=1.0, stop_after=256):
                         self.bump(note.payload)
-            except Exception:
-                _log.warning("the event listener lost its connection; reconnecting", exc_info=True)
-                self._stop.wait(1.0)
+            except Exception as exc:
+                # Readers still poll slowly meanwhile; back off (1, 2, 4 ... 30 s) and give the
+                # traceback once per outage, not once a second.
+                failures += 1
+                delay = min(30.0, 2.0 ** (failures - 1))
+                _log.warning(
+                    "the event listener lost its connection (%s); reconnecting in %.0f s",
+                    type(exc).__name__,
+                    delay,
+                    exc_info=failures == 1,
+                )
+                self._stop.wait(delay)
             finally:
                 if raw is not None:
                     raw.invalidate()  # a connection that listened never goes back to the pool
