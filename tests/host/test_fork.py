@@ -271,6 +271,73 @@ def test_replay_fails_closed_without_a_recorded_outcome(host: WopHost) -> None:
     assert host.snapshot(forked["runId"])["error"]["code"] == "replay_source_missing"
 
 
+def _loop_definition(workflow_id: str) -> dict[str, Any]:
+    """start -> charge -> wait (core.delay) -> back to charge, so charge executes twice."""
+    return {
+        "id": workflow_id,
+        "name": "charge, wait, charge again",
+        "version": "1.0",
+        "nodes": [
+            {"id": "start", "typeId": "core.noop", "config": {}, "inputs": {}},
+            {"id": "charge", "typeId": "test.charge", "config": {}, "inputs": {}},
+            {
+                "id": "wait",
+                "typeId": "core.delay",
+                "config": {},
+                "inputs": {"delayMs": {"type": "static", "value": 20}},
+            },
+        ],
+        "edges": [
+            {"id": "e1", "sourceNodeId": "start", "targetNodeId": "charge", "triggerRule": "any_success"},
+            {"id": "e2", "sourceNodeId": "charge", "targetNodeId": "wait"},
+            {"id": "e3", "sourceNodeId": "wait", "targetNodeId": "charge", "triggerRule": "any_success"},
+        ],
+        "triggers": [{"id": "manual", "type": "manual", "enabled": True}],
+        "variables": [],
+        "settings": {"maxLoopbackIterations": 2},
+    }
+
+
+def _outcomes(docs: list[dict[str, Any]], node_id: str) -> list[tuple[str, Any]]:
+    return [
+        (d["type"], d["payload"].get("outputs"))
+        for d in docs
+        if d.get("nodeId") == node_id and d["type"] in ("node.completed", "node.failed")
+    ]
+
+
+def test_replay_resolves_each_execution_of_a_looped_effect_by_its_ordinal(host: WopHost) -> None:
+    FIRED.clear()
+    types = default_node_types()
+    types.register(NodeType("test.charge", _charge, side_effecting=True))
+    register_definition(host, _loop_definition("charge-loop"), types)
+    source_id = host.create_run("charge-loop", {}, owner=ALICE)["runId"]
+    assert host.snapshot(source_id)["status"] == "completed"
+    assert FIRED == ["charge", "charge"]
+    source = events(host, source_id)
+    # One recorded outcome per execution, each its own.
+    assert _outcomes(source, "charge") == [
+        ("node.completed", {"charged": 1}),
+        ("node.completed", {"charged": 2}),
+    ]
+    assert _outcomes(source, "wait") == [("node.completed", {}), ("node.completed", {})]
+
+    replayed = host.fork(source_id, mode="replay", principal=ALICE)  # from the start
+    assert replayed["status"] == "completed"
+    assert FIRED == ["charge", "charge"]  # neither execution performed again
+    docs = events(host, replayed["runId"])
+    # Execution n takes the n-th recorded outcome: the second gets {"charged": 2}, not the first's.
+    assert _outcomes(docs, "charge") == _outcomes(source, "charge")
+    # The timer re-executed live both times, with the recorded outcome (nothing diverged).
+    assert _outcomes(docs, "wait") == _outcomes(source, "wait")
+    assert [d.get("nodeId") for d in docs if d["type"] == "node.started"] == [
+        d.get("nodeId") for d in source if d["type"] == "node.started"
+    ]
+    assert not payloads(docs, "replay.diverged")
+    assert not payloads(docs, "node.failed")
+    assert payloads(docs, "run.completed")[0]["outputs"] == payloads(source, "run.completed")[0]["outputs"]
+
+
 def test_every_fork_point_of_an_accepted_run_replays_to_the_same_end(host: WopHost) -> None:
     run_id, _ = start(host, approval_graph())
     host.resolve(run_id, "review", {"action": "accept"}, ALICE)

@@ -557,21 +557,44 @@ def test_replay_side_effect_fails_closed_after_a_cancel_mid_hold(server: Server)
 
 def test_replay_ordinal_loop_resolves_each_execution_by_its_ordinal(server: Server) -> None:
     # The suite's construction: cancel inside `wait` after effect's first execution, fork at its
-    # first node.started. effect n = 1 resolves from the record. `wait` is core.delay, which the
-    # node registry declares side-effecting, so its execution 1 (never finished in the source)
-    # fails closed before effect's execution 2 is reached: effect never completes twice.
+    # first node.started. In the fork effect n = 1 resolves from the record, `wait` (core.delay, a
+    # timer: re-executed live) runs again, and effect n = 2, never recorded, fails closed.
     run_id = server.create("conformance-replay-ordinal-loop", {"delayMs": 1500})
     wait_for_event(server, run_id, "node.started", "wait")
     server.alice.runs_cancel(run_id)
     server.wait(run_id, "cancelled")
     source = server.events(run_id)
-    assert types(source, "effect").count("node.completed") == 1
-    fork_id = fork(server, run_id, "replay", seq_of(source, "node.started", "effect"))
-    server.wait(fork_id, "failed")
+    assert types(source, "effect") == ["node.started", "node.completed"]
+    assert "node.completed" not in types(source, "wait")
+    (recorded,) = [p for p in payloads(source, "node.completed") if p["nodeId"] == "effect"]
+
+    from_seq = seq_of(source, "node.started", "effect")
+    fork_id = fork(server, run_id, "replay", from_seq)
+    snapshot = server.wait(fork_id, "failed")
+    assert snapshot["error"]["code"] == "replay_source_missing"
     docs = server.events(fork_id)
-    assert types(docs, "effect").count("node.completed") <= 1
+    steps = [(d["type"], d.get("nodeId")) for d in docs[from_seq:] if d["type"].startswith("node.")]
+    assert steps == [
+        ("node.started", "effect"),
+        ("node.completed", "effect"),  # n = 1: the recorded outcome
+        ("node.started", "wait"),
+        ("node.completed", "wait"),  # re-executed live: not failed closed
+        ("node.started", "effect"),
+        ("node.failed", "effect"),  # n = 2: nothing recorded
+    ]
+    (completed,) = [p for p in payloads(docs, "node.completed") if p["nodeId"] == "effect"]
+    # The recorded outcome, effectId included: performing the effect again would mint a new one.
+    assert completed["outputs"] == recorded["outputs"]
+    assert set(recorded["outputs"]) == {"performed", "effectId"}
     (failed,) = payloads(docs, "node.failed")
-    assert failed["error"]["code"] == "replay_source_missing"
+    assert (failed["nodeId"], failed["error"]["code"]) == ("effect", "replay_source_missing")
+    assert failed["error"]["details"] == {"sourceRunId": run_id, "nodeId": "effect", "n": 2}
+    assert failed["error"]["retryable"] is False
+    (run_failed,) = payloads(docs, "run.failed")
+    assert run_failed["failedNodeId"] == "effect"
+    # wait's live outcome is one the cancelled source never recorded: reported, never fatal.
+    (diverged,) = payloads(docs, "replay.diverged")
+    assert (diverged["sourceRunId"], diverged["divergenceKind"]) == (run_id, "extra")
 
 
 def test_conversation_replay_reproduces_the_conversation(talking: Server) -> None:

@@ -15,12 +15,19 @@ Where each behaviour comes from (OpenWOP spec repository, openwop/openwop):
 - ``core.conversationGate``: spec/v2/core/conversation.md and the conversation fixtures' descriptions
   (open, exchange, close; ``mockAutoResume`` is the host's conformance mock answering each turn);
   gated on the host's conversation capability.
-- ``core.delay``: conformance-cancellable.json (sleeps ``inputs.delayMs``, 1..60000 ms);
-  side-effecting as the node registry declares it (conformance-replay-side-effect.json).
+- ``core.delay``: conformance-cancellable.json (sleeps ``inputs.delayMs``, 0..60000 ms). A timer,
+  not a side effect: waiting is nothing "observable outside the run's own event log" (replay.md
+  §Suppression rule 1), so a replay re-executes it live, for the full delay, like any pure node
+  ("Pure nodes ... MUST re-execute live"). conformance-replay-ordinal-loop.json needs this: its
+  fork re-runs a ``wait`` the cancelled source never finished, to reach ``effect``'s second
+  execution. (conformance-replay-side-effect.json says "the registry declares ``core.delay``
+  side-effecting" and so holds with ``core.conformance.hold`` instead; no spec text or pack
+  manifest declaring it ``role: "side-effect"`` was found, and rule 4 binds only such a manifest.)
 - ``core.conformance.hold``: conformance/CHANGELOG.md 2.44.4/2.44.5 (pure, completes after
   ``inputs.delayMs``, its outputs are exactly its resolved inputs).
 - ``core.conformance.side-effect``: conformance-replay-side-effect.json (a reserved type the host
-  classifies as side-effecting; its effect itself is irrelevant).
+  classifies as side-effecting; its effect itself is irrelevant). Each performance has a new
+  ``effectId``, so a replay's outcome is seen to be the recorded one, not performed again.
 - ``core.subWorkflow``: spec/v2/core/execution.md §subWorkflow (definitions/subworkflow.py; bound
   to the host by ``load_definitions`` / ``register_definition``).
 - ``core.conformance.mock-agent``: conformance-agent-low-confidence.json (``config.mockDecision``
@@ -31,6 +38,7 @@ Where each behaviour comes from (OpenWOP spec repository, openwop/openwop):
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -86,12 +94,7 @@ def default_node_types() -> NodeTypeRegistry:
             requires=frozenset({"conversation"}),
             source="spec/v2/core/conversation.md",
         ),
-        NodeType(
-            "core.delay",
-            _delay,
-            side_effecting=True,
-            source="conformance/fixtures/conformance-cancellable.json",
-        ),
+        NodeType("core.delay", _delay, source="conformance/fixtures/conformance-cancellable.json"),
         NodeType("core.conformance.hold", _hold, source="conformance/CHANGELOG.md 2.44.4"),
         NodeType(
             "core.conformance.side-effect",
@@ -213,7 +216,7 @@ def _hold(invocation: NodeInvocation) -> Mapping[str, Any]:
 
 
 def _side_effect(invocation: NodeInvocation) -> Mapping[str, Any]:
-    return {"performed": True}
+    return {"performed": True, "effectId": uuid.uuid4().hex}
 
 
 def _mock_agent(invocation: NodeInvocation) -> Mapping[str, Any]:

@@ -118,8 +118,8 @@ def effect_seams() -> dict[str, Any]:
                 "seam": "node.side-effecting",
                 "kind": "other",
                 "guarded": True,
-                "guardedBy": "recorded-outcome: a node type marked side_effecting (core.delay, "
-                "core.conformance.side-effect, user types) takes the source's outcome keyed "
+                "guardedBy": "recorded-outcome: a node type marked side_effecting "
+                "(core.conformance.side-effect, user types) takes the source's outcome keyed "
                 "(sourceRunId, nodeId, n) or fails closed with replay_source_missing",
                 "branchReFires": True,
                 "note": "whatever the node type does (in-process Python); the host cannot name its mechanism",
