@@ -49,7 +49,7 @@ from wop_langgraph.nodes._context import (
 from wop_langgraph.nodes._suspend import Delivery
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
-from wop_langgraph.store.engine import reading
+from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once, append_events
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
@@ -273,14 +273,21 @@ class GraphDriver:
         finally:
             self._ends = None
 
-    def _record_task_end(self, conn: Connection, batch: WriteBatch) -> None:
-        """Log the end of a node task in the transaction that stores its writes."""
+    def _node_of(self, batch: WriteBatch) -> str | None:
+        """The node whose pulled task wrote ``batch``, if its end is logged with its writes."""
         if not batch.task_path.startswith(_PULL_PATH):
-            return  # a ``Send`` or a call task: its end is logged from the stream
+            return None  # a ``Send`` or a call task: its end is logged from the stream
         name = batch.task_path[len(_PULL_PATH) :]
         node = self.graph.nodes.get(name)
         if node is None or TAG_HIDDEN in (node.tags or ()):
-            return  # not a node of this graph, or one the stream hides (``__start__``)
+            return None  # not a node of this graph, or one the stream hides (``__start__``)
+        return name
+
+    def _record_task_end(self, conn: Connection, batch: WriteBatch) -> None:
+        """Log the end of a node task in the transaction that stores its writes."""
+        name = self._node_of(batch)
+        if name is None:
+            return
         writes = batch.writes
         if any(channel == "__interrupt__" for channel, _ in writes):
             return  # suspended: the interrupt's events close the execution
@@ -396,8 +403,8 @@ class GraphDriver:
             # finished or suspended in this pass, only before it (a pending interrupt of it).
             if any(p.task_id == task_id or p.node_id.startswith(name + ".") for p in self._pending_at_start):
                 return
-            with self.engine.begin() as conn:
-                self._open_execution(conn, task_id, name, tasks)
+            with one_statement(self.engine) as conn, conn.begin():
+                self._open_execution(conn, task_id, name, tasks)  # one append (once)
             return
         closed = [_stable_event_id(self.run_id, task_id, kind) for kind in ("node.completed", "node.failed")]
         with self.engine.begin() as conn:
@@ -447,7 +454,7 @@ class GraphDriver:
 
         ``task_id`` may carry more than the task's id where one task has several such events.
         """
-        with self.engine.begin() as conn:
+        with one_statement(self.engine) as conn, conn.begin():
             self._append_once_in(conn, event, task_id)
 
     def _append_once_in(self, conn: Connection, event: NewEvent, task_id: str) -> None:
@@ -461,7 +468,7 @@ class GraphDriver:
     def _start_pass(self) -> tuple[int, str] | None:
         """Mark the run ``running`` if it was ``pending``; the queue version this pass answers
         and the run's status (``None`` when this worker no longer holds the lease)."""
-        with self.engine.begin() as conn:
+        with one_statement(self.engine) as conn, conn.begin():
             row = conn.execute(
                 update(runs_table)
                 .where(runs_table.c.run_id == self.run_id, runs_table.c.lease_owner == self.claim.owner)
@@ -589,6 +596,9 @@ class _TaskEnds:
         """Whether ``task_id``'s writes committed (waiting for them, bounded)."""
         with self._guard:
             return self._guard.wait_for(lambda: task_id in self._committed, _END_RECORD_TIMEOUT_S)
+
+    def wants(self, batch: WriteBatch) -> bool:
+        return self._driver._node_of(batch) is not None
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         self._driver._record_task_end(conn, batch)

@@ -25,7 +25,7 @@ from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ReplayRecord
 from wop_langgraph.nodes._context import RunContext
-from wop_langgraph.store.engine import reading
+from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
 from wop_langgraph.store.run_queue import (
     Claim,
@@ -103,7 +103,7 @@ class Executor:
 
     def claim(self, run_id: str) -> Claim | None:
         """Lease ``run_id`` if it is queued and free."""
-        with self.engine.begin() as conn:
+        with one_statement(self.engine) as conn, conn.begin():
             return claim_run(conn, run_id, owner=self.owner, now=self.clock(), lease=self.lease)
 
     # -- driving -----------------------------------------------------------------------------

@@ -42,6 +42,9 @@ __all__ = ["InterruptRecorder", "TaskWritesListener", "suspend_reason"]
 class TaskWritesListener(Protocol):
     """Follows a run's top-level task writes (see :meth:`InterruptRecorder.task_writes`)."""
 
+    def wants(self, batch: WriteBatch) -> bool:
+        """Whether the batch needs :meth:`record` (others are stored without a transaction)."""
+
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Inside the batch's transaction, after its interrupts are recorded."""
 
@@ -89,10 +92,11 @@ class InterruptRecorder:
                 del self._task_listeners[run_id]
 
     def wants(self, batch: WriteBatch) -> bool:
-        """Batches with an interrupt, and the top-level batches of a run being listened to."""
+        """Batches with an interrupt, and the top-level batches its listener asks for."""
         if batch.touches(self.channels):
             return True
-        return not batch.checkpoint_ns and batch.thread_id in self._task_listeners
+        listener = None if batch.checkpoint_ns else self._task_listeners.get(batch.thread_id)
+        return listener is not None and listener.wants(batch)
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Record every interrupt in the batch's ``__interrupt__`` writes, then tell the listener."""

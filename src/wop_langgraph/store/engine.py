@@ -32,6 +32,7 @@ __all__ = [
     "is_sqlite",
     "make_engine",
     "normalize_url",
+    "one_statement",
     "reading",
     "write_lock",
 ]
@@ -185,10 +186,27 @@ def reading(engine: Engine) -> Connection:
     """A connection for reads only (use it as a context manager).
 
     On SQLite its transaction begins ``DEFERRED``: a read neither takes the write lock nor waits
-    in the busy handler behind a writer of another process (WAL gives it a snapshot). Elsewhere
-    it is an ordinary connection.
+    in the busy handler behind a writer of another process (WAL gives it a snapshot). On
+    PostgreSQL it runs in autocommit: each read is one round trip, without ``BEGIN`` and
+    ``COMMIT`` around it. Under READ COMMITTED each statement of a transaction takes its own
+    snapshot anyway, so reads see nothing different.
     """
+    if engine.dialect.name == "postgresql":
+        return engine.connect().execution_options(isolation_level="AUTOCOMMIT", **{READ_ONLY: True})
     return engine.connect().execution_options(**{READ_ONLY: True})
+
+
+def one_statement(engine: Engine) -> Connection:
+    """A connection for a write of exactly one statement (use ``with one_statement(e) as c, c.begin()``).
+
+    On PostgreSQL it runs in autocommit: the statement is its own transaction, one round trip
+    instead of three (``BEGIN``, the statement, ``COMMIT``), and equally atomic. Never use it
+    for two statements that must commit together. Elsewhere it is an ordinary connection (a
+    SQLite write begins ``IMMEDIATE`` under the process's write lock, as every write does).
+    """
+    if engine.dialect.name == "postgresql":
+        return engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    return engine.connect()
 
 
 class WriteLock:
