@@ -160,6 +160,8 @@ class StatementCounter:
     def __init__(self) -> None:
         self.statements: collections.Counter[str] = collections.Counter()
         self.transactions = 0
+        #: psycopg's own BEGIN / COMMIT / ROLLBACK (each a round trip; SQLite traces them as statements).
+        self.commands = 0
         self.enabled = False
 
     def note(self, sql: str, in_transaction: bool) -> None:
@@ -199,8 +201,16 @@ class StatementCounter:
             counter.note(_text(query), not idle(self))
             return original_many(self, query, *args, **kwargs)
 
+        original_command = psycopg.Connection._exec_command
+
+        def exec_command(self: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+            if counter.enabled:
+                counter.commands += 1
+            return original_command(self, command, *args, **kwargs)
+
         psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         psycopg.Cursor.executemany = executemany  # type: ignore[method-assign]
+        psycopg.Connection._exec_command = exec_command  # type: ignore[method-assign]
 
 
 def _text(query: Any) -> str:
@@ -213,6 +223,7 @@ def profile(name: str, cycle: Cycle, cycles: int, counter: StatementCounter, top
     cycle()  # warm caches outside the counts
     counter.statements.clear()
     counter.transactions = 0
+    counter.commands = 0
     counter.enabled = True
     profiler = cProfile.Profile()
     started = time.perf_counter()
@@ -225,6 +236,10 @@ def profile(name: str, cycle: Cycle, cycles: int, counter: StatementCounter, top
     total = sum(counter.statements.values())
     print(f"\nprofile: {name}, {cycles} cycles, {1000 * elapsed / cycles:.1f} ms/cycle under cProfile")
     print(f"  statements/cycle {total / cycles:.1f}, transactions/cycle {counter.transactions / cycles:.1f}")
+    if counter.commands:  # PostgreSQL: each statement and each of these is a round trip
+        trips = (total + counter.commands) / cycles
+        commands = counter.commands / cycles
+        print(f"  driver BEGIN/COMMIT/ROLLBACK/cycle {commands:.1f}, round trips/cycle {trips:.1f}")
     print("  commonest statements (per cycle):")
     for sql, count in counter.statements.most_common(12):
         print(f"    {count / cycles:5.1f}  {sql}")
