@@ -186,13 +186,10 @@ def reading(engine: Engine) -> Connection:
     """A connection for reads only (use it as a context manager).
 
     On SQLite its transaction begins ``DEFERRED``: a read neither takes the write lock nor waits
-    in the busy handler behind a writer of another process (WAL gives it a snapshot). On
-    PostgreSQL it runs in autocommit: each read is one round trip, without ``BEGIN`` and
-    ``COMMIT`` around it. Under READ COMMITTED each statement of a transaction takes its own
-    snapshot anyway, so reads see nothing different.
+    in the busy handler behind a writer of another process (WAL gives it a snapshot). Elsewhere
+    it is an ordinary connection. (Autocommit reads on PostgreSQL stalled worker processes
+    driving a few hundred runs in ``benchmarks/idle_cost.py``; not used until understood.)
     """
-    if engine.dialect.name == "postgresql":
-        return engine.connect().execution_options(isolation_level="AUTOCOMMIT", **{READ_ONLY: True})
     return engine.connect().execution_options(**{READ_ONLY: True})
 
 
