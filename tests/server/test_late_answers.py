@@ -9,7 +9,7 @@ test checks the gate is still pending, so a timeout seen afterwards was decided 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,14 +17,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.host._graphs import approval_graph, count, reset_counts
+from tests.host._graphs import approval_graph, count
+from tests.host.conftest import _fresh_counts  # noqa: F401  (autouse: node counts start at 0 per test)
 from tests.server.conftest import ACME_BOB, ALICE, READER, assert_error, at_rest, make_settings, serving
 from wop_langgraph._clock import as_utc, utcnow
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server import create_app
 from wop_langgraph.server.state import ServerState
-from wop_langgraph.tokens import mint
+from wop_langgraph.tokens import MintedToken, mint
 
 TIMEOUT_SECONDS = 60
 ACCEPT = {"resumeValue": {"action": "accept"}}
@@ -49,13 +50,6 @@ class Served:
     host: WopHost
     state: ServerState
     clock: ShiftedClock
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counts() -> Iterator[None]:
-    reset_counts()
-    yield
-    reset_counts()
 
 
 @pytest.fixture
@@ -166,20 +160,26 @@ async def test_a_link_minted_before_the_deadline_is_refused_after_it(served: Ser
     await assert_timed_out_and_nothing_granted(s, run_id)
 
 
+def uncapped_link(s: Served, run_id: str, key: str, approver: str | None = None) -> MintedToken:
+    """A review link signed with the server's keys whose expiry is not capped at the deadline."""
+    return mint(
+        s.state.signing_keys,
+        run_id=run_id,
+        node_id="review",
+        interrupt_id=key,
+        now=s.clock(),
+        ttl=timedelta(hours=1),
+        approver=approver,
+    )
+
+
 async def test_a_late_resolve_by_a_link_that_outlives_the_deadline_times_the_gate_out(served: Served) -> None:
     """A link whose expiry is not capped (minted with the host's keys by another minter) reaches
     the resolver after the deadline: the deadline decided there times the gate out (409)."""
     s = served
     run_id = await suspended(s, "timed")
     (gate,) = s.host.pending_interrupts(run_id)
-    link = mint(
-        s.state.signing_keys,
-        run_id=run_id,
-        node_id="review",
-        interrupt_id=gate.key,
-        now=s.clock(),
-        ttl=timedelta(hours=1),
-    )
+    link = uncapped_link(s, run_id, gate.key)
     s.clock.pass_deadline()
     gate_still_pending(s, run_id)
     late = assert_error(
@@ -204,15 +204,7 @@ async def test_a_late_vote_does_not_release_a_quorum_gate(served: Served, surfac
     (gate,) = s.host.pending_interrupts(run_id)
     assert [v["voter"] for v in gate.votes or []] == ["alice"]
     # bob's own link, its expiry not capped at the deadline (so the resolver, not the token, decides)
-    bobs_link = mint(
-        s.state.signing_keys,
-        run_id=run_id,
-        node_id="review",
-        interrupt_id=gate.key,
-        now=s.clock(),
-        ttl=timedelta(hours=1),
-        approver="bob",
-    ).token
+    bobs_link = uncapped_link(s, run_id, gate.key, approver="bob").token
     s.clock.pass_deadline()
     gate_still_pending(s, run_id)
     if surface == "run":
