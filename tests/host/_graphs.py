@@ -391,8 +391,8 @@ def main(argv: Sequence[str]) -> int:
 
     Modes:
         ``kill-after-claim``: resolve the gate; the claim commits, then the process SIGKILLs itself
-            before the graph is resumed (``Executor.drive_until_idle`` is replaced in this
-            process only).
+            before the graph is resumed, holding the run's lease (``Executor.drive_claimed`` is
+            replaced in this process only).
         ``kill-in-node``: resolve the gate; the graph resumes and the review node SIGKILLs the
             process right after its gate returned, before the step is saved.
     """
@@ -403,10 +403,10 @@ def main(argv: Sequence[str]) -> int:
     print(snapshot["runId"], flush=True)
     if mode == "kill-after-claim":
 
-        def die(self: Executor, run_id: str, poll_seconds: float = 0.05) -> None:
+        def die(self: Executor, claimed: object, run_id: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
-        Executor.drive_until_idle = die  # type: ignore[method-assign]
+        Executor.drive_claimed = die  # type: ignore[method-assign]
     elif mode == "kill-in-node":
         os.environ[KILL_AFTER_GATE_ENV] = "1"
     else:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import enum
+import functools
 import hashlib
 import json
 import logging
@@ -34,7 +35,7 @@ from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command
-from sqlalchemy import Connection, Engine, case, select, update
+from sqlalchemy import Connection, Engine, bindparam, case, select, update
 
 from wop_langgraph.adapters import is_bare, to_node_value
 from wop_langgraph.host.errors_public import public_error
@@ -58,7 +59,7 @@ from wop_langgraph.store.interrupts import (
     open_work,
 )
 from wop_langgraph.store.recording import WriteBatch
-from wop_langgraph.store.run_queue import Claim
+from wop_langgraph.store.run_queue import Claim, ClaimedRun
 from wop_langgraph.store.run_tables import event_counters_table, events_table, runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES
 
@@ -169,19 +170,30 @@ class GraphDriver:
     def run_id(self) -> str:
         return self.context.run_id
 
-    def drive_pass(self, first_input: Any) -> Pass:
-        """One pass: find the work, stream the graph over it, settle the run."""
-        started = self._start_pass()
-        if started is None:
-            return Pass.LOST
-        version, status = started
-        claim = Claim(self.claim.run_id, self.claim.owner, version)
+    def drive_pass(self, first_input: Any, *, claimed: ClaimedRun | None = None) -> Pass:
+        """One pass: find the work, stream the graph over it, settle the run.
+
+        ``claimed``: the claim that began the drive, for its first pass. Its statement already
+        started the pass (a pending run is running from it) and read the queue version.
+        """
+        if claimed is not None:
+            claim, status = claimed.claim, claimed.status
+        else:
+            started = self._start_pass()
+            if started is None:
+                return Pass.LOST
+            version, status = started
+            claim = Claim(self.claim.run_id, self.claim.owner, version)
         if status in TERMINAL_STATUSES:
             return self._stopped(claim)
-        with reading(self.engine) as conn:
-            undelivered, pending = open_work(conn, self.run_id)
         config = self._config()
-        saved = self.graph.checkpointer.get_tuple(config)  # type: ignore[union-attr]
+        undelivered: list[InterruptRecord] = []
+        pending: list[InterruptRecord] = []
+        saved = None
+        if claimed is None or not claimed.fresh:  # a run created by this claim has neither yet
+            with reading(self.engine) as conn:
+                undelivered, pending = open_work(conn, self.run_id)
+            saved = self.graph.checkpointer.get_tuple(config)  # type: ignore[union-attr]
         # Tasks of the saved step that finished already: LangGraph streams their start, but
         # does not run them again.
         self._finished_before = _finished_tasks(saved.pending_writes or []) if saved else set()
@@ -499,23 +511,15 @@ class GraphDriver:
                 return Pass.AGAIN  # a resolution committed while the graph ran
             if pending and state.interrupts:
                 first = pending[0]
-                rest = conn.execute(
-                    update(runs_table)
-                    .where(
-                        runs_table.c.run_id == self.run_id,
-                        runs_table.c.lease_owner == claim.owner,
-                        runs_table.c.queue_version == claim.version,
-                        runs_table.c.status.not_in(TERMINAL_STATUSES),
-                    )
-                    .values(
-                        status=waiting_status_for(cast(InterruptKind, first.kind)),
-                        current_node_id=first.node_id,
-                        updated_at=now,
-                        queued_at=None,
-                        lease_owner=None,
-                        lease_until=None,
-                    )
-                ).rowcount
+                params = {
+                    "rest_run_id": self.run_id,
+                    "rest_owner": claim.owner,
+                    "rest_version": claim.version,
+                    "rest_status": waiting_status_for(cast(InterruptKind, first.kind)),
+                    "rest_node": first.node_id,
+                    "rest_now": now,
+                }
+                rest = conn.execute(_rest_statement(), params).rowcount
                 return Pass.IDLE if rest else Pass.AGAIN
             if state.next:
                 # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
@@ -545,18 +549,15 @@ class GraphDriver:
     ) -> None:
         """End the run in ``conn``'s transaction: its row, the queue, the terminal event."""
         now = self.clock()
-        changed = conn.execute(
-            update(runs_table)
-            .where(runs_table.c.run_id == self.run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
-            .values(
-                status=status,
-                outputs=outputs,
-                error=error,
-                current_node_id=failed_node if status == "failed" else None,
-                updated_at=now,
-                completed_at=now,
-            )
-        ).rowcount
+        params = {
+            "end_run_id": self.run_id,
+            "end_status": status,
+            "end_outputs": outputs,
+            "end_error": error,
+            "end_node": failed_node if status == "failed" else None,
+            "end_now": now,
+        }
+        changed = conn.execute(_end_statement(), params).rowcount
         _dequeue(conn, claim)
         if not changed:
             return  # cancelled meanwhile: the cancellation already wrote the terminal event
@@ -649,10 +650,62 @@ def _node_failed(name: str, error: dict[str, Any]) -> NewEvent:
 
 
 def _dequeue(conn: Connection, claim: Claim) -> None:
-    conn.execute(
+    conn.execute(_dequeue_statement(), {"deq_run_id": claim.run_id, "deq_owner": claim.owner})
+
+
+# The statements of a pass's end, compiled once (parameters, not values, vary per run).
+
+
+@functools.cache
+def _dequeue_statement() -> Any:
+    return (
         update(runs_table)
-        .where(runs_table.c.run_id == claim.run_id, runs_table.c.lease_owner == claim.owner)
+        .where(
+            runs_table.c.run_id == bindparam("deq_run_id"),
+            runs_table.c.lease_owner == bindparam("deq_owner"),
+        )
         .values(queued_at=None, lease_owner=None, lease_until=None)
+    )
+
+
+@functools.cache
+def _rest_statement() -> Any:
+    """The run waits on an interrupt: out of the queue, unless work arrived since the claim."""
+    now = bindparam("rest_now", type_=runs_table.c.updated_at.type)
+    return (
+        update(runs_table)
+        .where(
+            runs_table.c.run_id == bindparam("rest_run_id"),
+            runs_table.c.lease_owner == bindparam("rest_owner"),
+            runs_table.c.queue_version == bindparam("rest_version"),
+            runs_table.c.status.not_in(TERMINAL_STATUSES),
+        )
+        .values(
+            status=bindparam("rest_status"),
+            current_node_id=bindparam("rest_node"),
+            updated_at=now,
+            queued_at=None,
+            lease_owner=None,
+            lease_until=None,
+        )
+    )
+
+
+@functools.cache
+def _end_statement() -> Any:
+    """The run ends (unless it ended already: a cancellation that came first)."""
+    now = bindparam("end_now", type_=runs_table.c.updated_at.type)
+    return (
+        update(runs_table)
+        .where(runs_table.c.run_id == bindparam("end_run_id"), runs_table.c.status.not_in(TERMINAL_STATUSES))
+        .values(
+            status=bindparam("end_status"),
+            outputs=bindparam("end_outputs", type_=runs_table.c.outputs.type),
+            error=bindparam("end_error", type_=runs_table.c.error.type),
+            current_node_id=bindparam("end_node"),
+            updated_at=now,
+            completed_at=now,
+        )
     )
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Connection, Engine, select, update
 
 from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
 from wop_langgraph.host.registry import GraphRegistry
@@ -29,6 +29,7 @@ from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
 from wop_langgraph.store.run_queue import (
     Claim,
+    ClaimedRun,
     any_claimable,
     cancelled_leases,
     claim_next,
@@ -38,7 +39,6 @@ from wop_langgraph.store.run_queue import (
     renew,
 )
 from wop_langgraph.store.run_tables import runs_table
-from wop_langgraph.store.runs import get_run
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "Executor", "RunOptions", "run_option"]
 
@@ -91,7 +91,7 @@ class Executor:
         with reading(self.engine) as conn:
             return any_claimable(conn, workflow_ids=self.registry.workflow_ids(), now=self.clock())
 
-    def claim_next(self) -> Claim | None:
+    def claim_next(self) -> ClaimedRun | None:
         """Lease the longest-waiting queued run of a registered workflow, if any."""
         if not self.has_claimable():
             return None
@@ -101,37 +101,47 @@ class Executor:
                 conn, owner=self.owner, workflow_ids=workflow_ids, now=self.clock(), lease=self.lease
             )
 
-    def claim(self, run_id: str) -> Claim | None:
-        """Lease ``run_id`` if it is queued and free."""
+    def claim(self, run_id: str) -> ClaimedRun | None:
+        """Lease ``run_id`` if it is queued and free, and of a workflow registered here."""
         with one_statement(self.engine) as conn, conn.begin():
-            return claim_run(conn, run_id, owner=self.owner, now=self.clock(), lease=self.lease)
+            return self.claim_in(conn, run_id)
+
+    def claim_in(self, conn: Connection, run_id: str) -> ClaimedRun | None:
+        """:meth:`claim` in the caller's transaction (the one that queued the run)."""
+        return claim_run(
+            conn,
+            run_id,
+            owner=self.owner,
+            workflow_ids=self.registry.workflow_ids(),
+            now=self.clock(),
+            lease=self.lease,
+        )
 
     # -- driving -----------------------------------------------------------------------------
 
-    def drive(self, claim: Claim) -> bool:
+    def drive(self, claimed: ClaimedRun) -> bool:
         """Drive a claimed run until it rests (waits on an interrupt, or ends) or is cancelled.
 
         Returns whether the drive left the run at rest (``False``: the lease was lost or
         handed back, and someone else continues).
         """
+        claim = claimed.claim
         signal = DriveSignal()
         with self._guard:
             self._active[claim.run_id] = signal
         self._ensure_keeper()
         try:
-            with reading(self.engine) as conn:
-                row = get_run(conn, claim.run_id)
-            if row is None or row.workflow_id not in self.registry:
-                self._release(claim)  # another host (with that workflow) will take it
+            if claimed.workflow_id not in self.registry:
+                self.release(claim)  # another host (with that workflow) will take it
                 return False
-            driver = self._driver(row, claim, signal)
-            first_input = row.inputs
-            while True:
-                outcome = driver.drive_pass(first_input)
-                if outcome is not Pass.AGAIN:
-                    return outcome is Pass.IDLE
+            driver = self._driver(claimed, signal)
+            # The claim started the first pass and read what it needs; later passes read afresh.
+            outcome = driver.drive_pass(claimed.inputs, claimed=claimed)
+            while outcome is Pass.AGAIN:
+                outcome = driver.drive_pass(claimed.inputs)
+            return outcome is Pass.IDLE
         except BaseException:
-            self._release(claim)
+            self.release(claim)
             raise
         finally:
             with self._guard:
@@ -139,6 +149,11 @@ class Executor:
                 self._guard.notify_all()
             for listener in self.after_drive:
                 listener(claim.run_id)
+
+    def drive_claimed(self, claimed: ClaimedRun | None, run_id: str) -> None:
+        """Drive the run this caller claimed (if it did) and return once it is at rest."""
+        if claimed is None or not self.drive(claimed):
+            self.drive_until_idle(run_id)  # not ours, or handed back: wait for whoever holds it
 
     def drive_until_idle(self, run_id: str, *, poll_seconds: float = 0.05) -> None:
         """Return once ``run_id`` is at rest, driving it here whenever no one else holds it."""
@@ -212,19 +227,20 @@ class Executor:
             self._keeper.join(timeout=5)
             self._keeper = None
 
-    def _driver(self, row: Any, claim: Claim, signal: DriveSignal) -> GraphDriver:
-        registered = self.registry.get(row.workflow_id)
-        threshold = run_option(row.configurable, "escalationThreshold")
+    def _driver(self, claimed: ClaimedRun, signal: DriveSignal) -> GraphDriver:
+        run_id = claimed.claim.run_id
+        registered = self.registry.get(claimed.workflow_id)
+        threshold = run_option(claimed.configurable, "escalationThreshold")
         context = RunContext(
-            run_id=row.run_id,
+            run_id=run_id,
             escalation_threshold=(
                 self.options.default_escalation_threshold if threshold is None else threshold / 100
             ),
             conversations=self.options.conversations,
             credentials=self.options.credentials,
             rejection_routes=dict(registered.rejection_routes),
-            emit=functools.partial(self._emit_once, row.run_id),
-            replay=ReplayRecord(self.engine, row.run_id),
+            emit=functools.partial(self._emit_once, run_id),
+            replay=ReplayRecord(self.engine, run_id),
         )
         graph = registered.async_graph or registered.graph
         return GraphDriver(
@@ -232,8 +248,8 @@ class Executor:
             graph=graph,
             context=context,
             clock=self.clock,
-            claim=claim,
-            recursion_limit=run_option(row.configurable, "recursionLimit"),
+            claim=claimed.claim,
+            recursion_limit=run_option(claimed.configurable, "recursionLimit"),
             is_async=registered.is_async,
             signal=signal,
         )
@@ -249,7 +265,8 @@ class Executor:
         except RunLogClosed:
             return  # the run ended meanwhile: nothing is appended after its terminal event
 
-    def _release(self, claim: Claim) -> None:
+    def release(self, claim: Claim) -> None:
+        """Hand the run back to the queue (another worker, or a later call, drives it)."""
         with self.engine.begin() as conn:
             release(conn, claim)
 

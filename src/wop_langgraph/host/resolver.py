@@ -50,7 +50,10 @@ from wop_langgraph.store.interrupts import (
 from wop_langgraph.store.run_queue import enqueue
 from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
 
-__all__ = ["IDEMPOTENCY_KEY_PATTERN", "Resolver"]
+__all__ = ["IDEMPOTENCY_KEY_PATTERN", "OnEnqueue", "Resolver"]
+
+#: Called with the transaction's connection and the run id when a resolution queues the run.
+OnEnqueue = Callable[[Connection, str], None]
 
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"^[A-Za-z0-9._~-]{22,128}$")
 _RESOLVED_ALIAS = {
@@ -101,10 +104,15 @@ class Resolver:
         *,
         idempotency_key: str | None = None,
         key: str | None = None,
+        on_enqueue: OnEnqueue | None = None,
     ) -> dict[str, Any]:
-        """Resolve or vote; honours ``idempotency_key`` (a replay returns the first response)."""
+        """Resolve or vote; honours ``idempotency_key`` (a replay returns the first response).
+
+        ``on_enqueue`` is called inside the transaction that queues the run (the caller takes
+        the run's lease there, to drive it without a claim of its own).
+        """
         if idempotency_key is None:
-            return self._resolve(run_id, node_id, resume_value, principal, key)
+            return self._resolve(run_id, node_id, resume_value, principal, key, on_enqueue)
         if not IDEMPOTENCY_KEY_PATTERN.match(idempotency_key):
             raise IdempotencyKeyInvalid("Idempotency-Key must match ^[A-Za-z0-9._~-]{22,128}$")
         scope = principal.tenant
@@ -126,7 +134,7 @@ class Resolver:
         if started.outcome is idempotency.BeginOutcome.IN_FLIGHT:
             raise IdempotencyInFlight("a request with this Idempotency-Key is still being processed")
         try:
-            result = self._resolve(run_id, node_id, resume_value, principal, key)
+            result = self._resolve(run_id, node_id, resume_value, principal, key, on_enqueue)
         except WopError as exc:
             with engine.begin() as conn:
                 if exc.code in _NOT_CACHED or exc.status >= 500:
@@ -158,7 +166,13 @@ class Resolver:
         return result
 
     def _resolve(
-        self, run_id: str, node_id: str, resume_value: Any, principal: Principal, key: str | None
+        self,
+        run_id: str,
+        node_id: str,
+        resume_value: Any,
+        principal: Principal,
+        key: str | None,
+        on_enqueue: OnEnqueue | None,
     ) -> dict[str, Any]:
         if tenant_of(run_id) != principal.tenant:
             raise IdTenantMismatch("the run id names another tenant than the caller's")
@@ -189,7 +203,7 @@ class Resolver:
             check_eligible(
                 payload["data"], principal, ref_kinds=self._s.ref_kinds, membership=self._s.membership
             )
-        decided, status = self._decide(target, parsed, resume_value, principal)
+        decided, status = self._decide(target, parsed, resume_value, principal, on_enqueue)
         if decided:
             self._s.on_enqueued(run_id)
         if status == "timed-out":
@@ -216,6 +230,7 @@ class Resolver:
         parsed: ApprovalResume | None,
         resume_value: Any,
         principal: Principal,
+        on_enqueue: OnEnqueue | None = None,
     ) -> tuple[bool, str | None]:
         """Time out, vote or claim, in one transaction under the interrupt's row lock.
 
@@ -233,13 +248,13 @@ class Resolver:
                 raise InterruptAlreadyResolved("the interrupt was resolved meanwhile")
             if current.deadline is not None and as_utc(now) >= as_utc(current.deadline):
                 _time_out(conn, current, now)
-                enqueue(conn, current.run_id, now=now, running=True)
+                _enqueue(conn, current.run_id, now, on_enqueue)
                 return True, "timed-out"
             if parsed is not None and parsed.action == "ask":
                 return False, None  # a question decides nothing (a late one timed out above)
             if parsed is None:
                 _claim_in(conn, current, resume_value, {}, principal.subject(), now)
-                enqueue(conn, current.run_id, now=now, running=True)
+                _enqueue(conn, current.run_id, now, on_enqueue)
                 return True, "running"
             data = current.payload["data"]
             voter = principal.subject_id
@@ -259,7 +274,7 @@ class Resolver:
                 return False, None
             resolution = approval_resolution(outcome, parsed)
             _claim_in(conn, current, resume_value, resolution, principal.subject(), now)
-            enqueue(conn, current.run_id, now=now, running=True)
+            _enqueue(conn, current.run_id, now, on_enqueue)
             return True, "running"
 
     def sweep(self, now: datetime) -> int:
@@ -277,6 +292,12 @@ class Resolver:
             timed_out += 1
             self._s.on_enqueued(record.run_id)
         return timed_out
+
+
+def _enqueue(conn: Connection, run_id: str, now: datetime, on_enqueue: OnEnqueue | None) -> None:
+    enqueue(conn, run_id, now=now, running=True)
+    if on_enqueue is not None:
+        on_enqueue(conn, run_id)
 
 
 def _time_out(conn: Connection, target: InterruptRecord, now: datetime) -> None:

@@ -42,6 +42,8 @@ from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, inte
 from wop_langgraph.store.run_queue import (
     CANCEL_CHANNEL,
     QUEUE_CHANNEL,
+    Claim,
+    ClaimedRun,
     created_queued,
     enqueue,
     notify,
@@ -243,19 +245,27 @@ class WopHost:
             "created_at": now,
             "updated_at": now,
         }
+        # A caller that waits drives the run itself: it is inserted claimed by this process
+        # and running, so no claim, no read of the row and no status change follow.
+        claim = Claim(run_id, self.executor.owner, 1) if wait else None
+        if claim is not None:
+            row["status"] = "running"
+        queue = created_queued(now, leased_to=claim, lease=self.executor.lease)
         with self.engine.begin() as conn:
             # Inserted queued (one statement, not insert + enqueue); a worker may drive the run
             # the moment this commits, so the answer is what was committed, not a later read.
-            conn.execute(runs_table.insert().values(**row, **created_queued(now)))
+            conn.execute(runs_table.insert().values(**row, **queue))
             append_events(conn, run_id, [NewEvent("run.started", started)], now=now)
-            notify(conn, QUEUE_CHANNEL, run_id)
+            if claim is None:  # claimed here: other processes' workers have nothing to take
+                notify(conn, QUEUE_CHANNEL, run_id)
             committed = SimpleNamespace(**row, current_node_id=None, error=None, completed_at=None)
             if on_commit is not None:
                 on_commit(conn, _snapshot_of(committed))
-        self._enqueued(run_id)
-        if not wait:
+        if claim is None:
+            self._enqueued(run_id)
             return _snapshot_of(committed)
-        self.executor.drive_until_idle(run_id)
+        claimed = ClaimedRun(claim, workflow_id, "running", inputs_doc, configurable, fresh=True)
+        self.executor.drive_claimed(claimed, run_id)
         return self.snapshot(run_id)
 
     def fork(
@@ -383,17 +393,39 @@ class WopHost:
         returned status is the run's once it is at rest again. See
         :class:`~wop_langgraph.host.resolver.Resolver` for the contract.
         """
+        # A caller that waits takes the run's lease in the transaction that queues it, and
+        # drives it without a claim of its own.
+        claimed: list[ClaimedRun] = []
+
+        def take_lease(conn: Connection, queued_run: str) -> None:
+            taken = self.executor.claim_in(conn, queued_run)
+            if taken is not None:
+                claimed.append(taken)
+
         try:
             result = self._resolver.resolve(
-                run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
+                run_id,
+                node_id,
+                resume_value,
+                principal,
+                idempotency_key=idempotency_key,
+                key=key,
+                on_enqueue=take_lease if wait else None,
             )
         except InterruptAlreadyResolved as exc:
             if wait and (exc.details or {}).get("reason") == "timeout":
-                self.executor.drive_until_idle(run_id)  # the late answer timed the gate out here
+                # The late answer timed the gate out here: drive the run on past it.
+                self.executor.drive_claimed(claimed[0] if claimed else None, run_id)
+            raise
+        except BaseException:
+            for taken in claimed:  # queued and leased, then failed: let a worker have it
+                self.executor.release(taken.claim)
             raise
         if wait and result["status"] == "running":
-            self.executor.drive_until_idle(run_id)
+            self.executor.drive_claimed(claimed[0] if claimed else None, run_id)
             result = {**result, "status": self.snapshot(run_id)["status"]}
+        elif claimed:
+            self.executor.release(claimed[0].claim)  # unexpected, but never keep an idle lease
         return result
 
     def sweep(self, now: datetime | None = None, *, wait: bool = True) -> int:

@@ -105,7 +105,7 @@ class WorkerPool:
                 try:
                     self.executor.drive(claim)
                 except Exception:
-                    _log.exception("driving run %s failed; another worker will retry it", claim.run_id)
+                    _log.exception("driving run %s failed; another worker will retry it", claim.claim.run_id)
                 continue
             with self._wake:
                 self._idle += 1

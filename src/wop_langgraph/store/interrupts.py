@@ -8,12 +8,13 @@ of processes sharing the database, exactly one sees its update applied.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, and_, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph.store.run_tables import interrupts_table
@@ -80,26 +81,35 @@ def insert_interrupt(conn: Connection, record: InterruptRecord) -> tuple[Interru
     Returns the stored record and whether it was new; a replayed execution gets the original
     row back unchanged.
     """
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     # Any unique conflict, not only the key's: two copies of one interrupt (a call task's and
     # its caller's, written by concurrent transactions on PostgreSQL) share the interrupt id.
-    statement = dialect.insert(_table).values(**asdict(record)).on_conflict_do_nothing()
-    # SQLAlchemy keeps an INSERT's rowcount only when asked; without it psycopg reports -1.
-    inserted = conn.execute(statement.execution_options(preserve_rowcount=True)).rowcount == 1
+    params = {f"new_{name}": getattr(record, name) for name in _FIELDS}
+    row = conn.execute(_insert_statement(conn.dialect.name), params).mappings().first()
+    if row is not None:
+        return _record(row), True  # as stored (the database's own reading of the values)
     stored = get_interrupt_by_key(conn, record.key) or get_interrupt(conn, record.interrupt_id)
     if stored is None:  # pragma: no cover - the insert or the conflict guarantees a row
         raise RuntimeError(f"interrupt {record.key!r} vanished during insert")
-    return stored, inserted
+    return stored, False
+
+
+@functools.cache
+def _insert_statement(dialect_name: str) -> Any:
+    """``INSERT ... ON CONFLICT DO NOTHING RETURNING *`` of one record (parameters
+    ``new_<field>``): the stored row, or nothing when the interrupt existed."""
+    dialect = postgresql if dialect_name == "postgresql" else sqlite
+    values = {name: bindparam(f"new_{name}", type_=_table.c[name].type) for name in _FIELDS}
+    return dialect.insert(_table).values(values).on_conflict_do_nothing().returning(*_table.c)
 
 
 def get_interrupt(conn: Connection, interrupt_id: str) -> InterruptRecord | None:
     """The interrupt with this tenant-bound id, if any."""
-    return _one(conn, _table.c.interrupt_id == interrupt_id)
+    return _one(conn, "interrupt_id", interrupt_id)
 
 
 def get_interrupt_by_key(conn: Connection, key: str) -> InterruptRecord | None:
     """The interrupt with this OpenWOP key, if any."""
-    return _one(conn, _table.c.key == key)
+    return _one(conn, "key", key)
 
 
 def interrupts_of_run(
@@ -187,14 +197,7 @@ def resolved_unconsumed(conn: Connection, run_id: str | None = None) -> list[Int
 def open_work(conn: Connection, run_id: str) -> tuple[list[InterruptRecord], list[InterruptRecord]]:
     """The run's undelivered resolutions (as :func:`resolved_unconsumed`) and its pending
     interrupts (as :func:`interrupts_of_run` with ``statuses=["pending"]``), in one read."""
-    query = select(_table).where(
-        _table.c.run_id == run_id,
-        or_(
-            _table.c.status == "pending",
-            and_(_table.c.status.in_(["resolved", "expired"]), _table.c.consumed_at.is_(None)),
-        ),
-    )
-    records = [_record(row) for row in conn.execute(query).mappings()]
+    records = [_record(row) for row in conn.execute(_open_work_statement(), {"of_run": run_id}).mappings()]
     undelivered = sorted(
         (r for r in records if r.status != "pending"),
         key=lambda r: r.resolved_at.timestamp() if r.resolved_at else 0.0,
@@ -203,6 +206,17 @@ def open_work(conn: Connection, run_id: str) -> tuple[list[InterruptRecord], lis
         (r for r in records if r.status == "pending"), key=lambda r: (r.created_at, r.visit_index, r.ordinal)
     )
     return undelivered, pending
+
+
+@functools.cache
+def _open_work_statement() -> Any:
+    return select(_table).where(
+        _table.c.run_id == bindparam("of_run"),
+        or_(
+            _table.c.status == "pending",
+            and_(_table.c.status.in_(["resolved", "expired"]), _table.c.consumed_at.is_(None)),
+        ),
+    )
 
 
 def expired_pending(conn: Connection, now: datetime, *, limit: int = 100) -> list[InterruptRecord]:
@@ -230,10 +244,19 @@ def count_consumed(conn: Connection, run_id: str, node_id: str) -> int:
     return int(conn.execute(query).scalar_one())
 
 
-def _one(conn: Connection, condition: Any) -> InterruptRecord | None:
-    row = conn.execute(select(_table).where(condition)).mappings().first()
+def _one(conn: Connection, column: str, value: str) -> InterruptRecord | None:
+    row = conn.execute(_one_statement(column), {"one_value": value}).mappings().first()
     return None if row is None else _record(row)
 
 
+@functools.cache
+def _one_statement(column: str) -> Any:
+    """The interrupt whose unique ``column`` has a value (compiled once per column)."""
+    return select(_table).where(_table.c[column] == bindparam("one_value"))
+
+
 def _record(row: Any) -> InterruptRecord:
-    return InterruptRecord(**{name: row[name] for name in InterruptRecord.__dataclass_fields__})
+    return InterruptRecord(**{name: row[name] for name in _FIELDS})
+
+
+_FIELDS = tuple(InterruptRecord.__dataclass_fields__)

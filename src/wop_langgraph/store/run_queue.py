@@ -15,11 +15,13 @@ and on PostgreSQL every enqueue sends a ``NOTIFY`` on :data:`QUEUE_CHANNEL` at c
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, text, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, case, func, or_, select, text, update
 
 from wop_langgraph.store.run_tables import runs_table
 
@@ -27,6 +29,7 @@ __all__ = [
     "CANCEL_CHANNEL",
     "QUEUE_CHANNEL",
     "Claim",
+    "ClaimedRun",
     "any_claimable",
     "cancelled_leases",
     "claim_next",
@@ -67,6 +70,23 @@ class Claim:
     version: int
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimedRun:
+    """A claim, and what driving the run needs from its row (read by the claiming statement).
+
+    ``status`` is the run's after the claim: a ``pending`` run is ``running`` from its claim
+    on. ``fresh``: the run was created with this claim, so it has no checkpoint and no
+    interrupt yet (its first pass reads neither).
+    """
+
+    claim: Claim
+    workflow_id: str
+    status: str
+    inputs: Any
+    configurable: Any
+    fresh: bool = False
+
+
 def notify(conn: Connection, channel: str, payload: str) -> None:
     """Send a PostgreSQL notification at commit (nothing on SQLite: its workers poll)."""
     if conn.dialect.name == "postgresql":
@@ -94,13 +114,20 @@ def enqueue(conn: Connection, run_id: str, *, now: datetime, running: bool = Fal
     notify(conn, QUEUE_CHANNEL, run_id)
 
 
-def created_queued(now: datetime) -> dict[str, object]:
+def created_queued(
+    now: datetime, *, leased_to: Claim | None = None, lease: timedelta | None = None
+) -> dict[str, object]:
     """The queue columns of a run inserted already queued (what :func:`enqueue` would set).
 
     Saves a new run the second statement; the caller sends :func:`notify` on
-    :data:`QUEUE_CHANNEL` in the same transaction.
+    :data:`QUEUE_CHANNEL` in the same transaction. With ``leased_to`` (version 1) and
+    ``lease``, the run is inserted claimed by that owner, for a caller that drives it at once:
+    no claim statement follows, and no other worker takes it while the lease lasts.
     """
-    return {"queued_at": now, "queue_version": 1}
+    columns: dict[str, object] = {"queued_at": now, "queue_version": 1}
+    if leased_to is not None and lease is not None:
+        columns |= {"lease_owner": leased_to.owner, "lease_until": now + lease}
+    return columns
 
 
 def _claimable(now: datetime) -> ColumnElement[bool]:
@@ -110,14 +137,61 @@ def _claimable(now: datetime) -> ColumnElement[bool]:
     )
 
 
-def _take(conn: Connection, run_id: str, owner: str, now: datetime, lease: timedelta) -> Claim | None:
-    row = conn.execute(
+@functools.cache
+def _take_statement() -> Any:
+    """Take the lease of one claimable run (by id, of the given workflows) and read its row.
+
+    Compiled once; a ``pending`` run becomes ``running`` in the same statement.
+    """
+    now = bindparam("take_now", type_=_runs.c.lease_until.type)
+    return (
         update(_runs)
-        .where(_runs.c.run_id == run_id, _claimable(now))
-        .values(lease_owner=owner, lease_until=now + lease)
-        .returning(_runs.c.queue_version)
-    ).first()
-    return None if row is None else Claim(run_id, owner, int(row.queue_version))
+        .where(
+            _runs.c.run_id == bindparam("take_run_id"),
+            _runs.c.workflow_id.in_(bindparam("workflow_ids", expanding=True)),
+            queued(),
+            or_(_runs.c.lease_until.is_(None), _runs.c.lease_until < now),
+        )
+        .values(
+            lease_owner=bindparam("take_owner"),
+            lease_until=bindparam("take_until", type_=_runs.c.lease_until.type),
+            status=case((_runs.c.status == "pending", "running"), else_=_runs.c.status),
+        )
+        .returning(
+            _runs.c.queue_version,
+            _runs.c.status,
+            _runs.c.workflow_id,
+            _runs.c.inputs,
+            _runs.c.configurable,
+        )
+    )
+
+
+def _take(
+    conn: Connection,
+    run_id: str,
+    owner: str,
+    workflow_ids: Collection[str],
+    now: datetime,
+    lease: timedelta,
+) -> ClaimedRun | None:
+    params = {
+        "take_run_id": run_id,
+        "workflow_ids": list(workflow_ids),
+        "take_now": now,
+        "take_owner": owner,
+        "take_until": now + lease,
+    }
+    row = conn.execute(_take_statement(), params).first()
+    if row is None:
+        return None
+    return ClaimedRun(
+        Claim(run_id, owner, int(row.queue_version)),
+        workflow_id=str(row.workflow_id),
+        status=str(row.status),
+        inputs=row.inputs,
+        configurable=row.configurable,
+    )
 
 
 def claim_next(
@@ -127,7 +201,7 @@ def claim_next(
     workflow_ids: Collection[str],
     now: datetime,
     lease: timedelta,
-) -> Claim | None:
+) -> ClaimedRun | None:
     """Lease the longest-queued claimable run of one of ``workflow_ids``; ``None`` if none."""
     if not workflow_ids:
         return None
@@ -140,7 +214,7 @@ def claim_next(
     ).first()
     if candidate is None:
         return None
-    return _take(conn, str(candidate.run_id), owner, now, lease)
+    return _take(conn, str(candidate.run_id), owner, workflow_ids, now, lease)
 
 
 def any_claimable(conn: Connection, *, workflow_ids: Collection[str], now: datetime) -> bool:
@@ -153,9 +227,18 @@ def any_claimable(conn: Connection, *, workflow_ids: Collection[str], now: datet
     return found is not None
 
 
-def claim_run(conn: Connection, run_id: str, *, owner: str, now: datetime, lease: timedelta) -> Claim | None:
-    """Lease ``run_id`` if it is queued and nobody holds it; ``None`` otherwise."""
-    return _take(conn, run_id, owner, now, lease)
+def claim_run(
+    conn: Connection,
+    run_id: str,
+    *,
+    owner: str,
+    workflow_ids: Collection[str],
+    now: datetime,
+    lease: timedelta,
+) -> ClaimedRun | None:
+    """Lease ``run_id`` if it is queued, nobody holds it and its workflow is one of
+    ``workflow_ids``; ``None`` otherwise."""
+    return _take(conn, run_id, owner, workflow_ids, now, lease)
 
 
 def renew(conn: Connection, owner: str, run_ids: Collection[str], *, until: datetime) -> int:
