@@ -206,7 +206,7 @@ def _append(
             return None
         first = int(next_free) - len(events)
         conn.execute(
-            _events.insert(),
+            _insert_statement(),
             [row | {"run_id": run_id, "sequence": first + offset} for offset, row in enumerate(rows)],
         )
     announced.add(run_id)
@@ -295,6 +295,11 @@ def _append_statement(count: int, close: bool, notify: bool, once: bool) -> Any:
         .returning(_events.c.sequence)
         .add_cte(reserved)
     )
+
+
+@functools.cache
+def _insert_statement() -> Any:
+    return _events.insert()
 
 
 @functools.cache
