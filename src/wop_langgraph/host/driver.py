@@ -165,6 +165,8 @@ class GraphDriver:
     _pending_at_start: list[InterruptRecord] = field(default_factory=list, init=False, repr=False)
     #: The tasks of the pass's first step that finished before the pass.
     _finished_before: set[str] = field(default_factory=set, init=False, repr=False)
+    #: The run's row as the pass that put it to rest (waiting or ended) left it, if one did.
+    rested: Any = field(default=None, init=False, repr=False)
 
     @property
     def run_id(self) -> str:
@@ -176,6 +178,7 @@ class GraphDriver:
         ``claimed``: the claim that began the drive, for its first pass. Its statement already
         started the pass (a pending run is running from it) and read the queue version.
         """
+        self.rested = None
         if claimed is not None:
             claim, status = claimed.claim, claimed.status
         else:
@@ -191,8 +194,11 @@ class GraphDriver:
         pending: list[InterruptRecord] = []
         saved = None
         if claimed is None or not claimed.fresh:  # a run created by this claim has neither yet
-            with reading(self.engine) as conn:
-                undelivered, pending = open_work(conn, self.run_id)
+            if claimed is not None and claimed.work is not None:
+                undelivered, pending = claimed.work  # read where the claim was taken
+            else:
+                with reading(self.engine) as conn:
+                    undelivered, pending = open_work(conn, self.run_id)
             saved = self.graph.checkpointer.get_tuple(config)  # type: ignore[union-attr]
         # Tasks of the saved step that finished already: LangGraph streams their start, but
         # does not run them again.
@@ -519,8 +525,8 @@ class GraphDriver:
                     "rest_node": first.node_id,
                     "rest_now": now,
                 }
-                rest = conn.execute(_rest_statement(), params).rowcount
-                return Pass.IDLE if rest else Pass.AGAIN
+                self.rested = conn.execute(_rest_statement(), params).first()
+                return Pass.IDLE if self.rested is not None else Pass.AGAIN
             if state.next:
                 # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
                 self._finish(conn, claim, "failed", error=_stuck_error(state.next))
@@ -557,9 +563,9 @@ class GraphDriver:
             "end_node": failed_node if status == "failed" else None,
             "end_now": now,
         }
-        changed = conn.execute(_end_statement(), params).rowcount
+        self.rested = conn.execute(_end_statement(), params).first()
         _dequeue(conn, claim)
-        if not changed:
+        if self.rested is None:
             return  # cancelled meanwhile: the cancellation already wrote the terminal event
         if status == "completed":
             event = NewEvent("run.completed", {"outputs": outputs or {}})
@@ -688,6 +694,7 @@ def _rest_statement() -> Any:
             lease_owner=None,
             lease_until=None,
         )
+        .returning(*runs_table.c)
     )
 
 
@@ -706,6 +713,7 @@ def _end_statement() -> Any:
             updated_at=now,
             completed_at=now,
         )
+        .returning(*runs_table.c)
     )
 
 

@@ -125,6 +125,10 @@ class Executor:
         Returns whether the drive left the run at rest (``False``: the lease was lost or
         handed back, and someone else continues).
         """
+        return self._drive(claimed)[0]
+
+    def _drive(self, claimed: ClaimedRun) -> tuple[bool, Any]:
+        """:meth:`drive`, and the run's row as the drive left it at rest (if it wrote one)."""
         claim = claimed.claim
         signal = DriveSignal()
         with self._guard:
@@ -133,13 +137,13 @@ class Executor:
         try:
             if claimed.workflow_id not in self.registry:
                 self.release(claim)  # another host (with that workflow) will take it
-                return False
+                return False, None
             driver = self._driver(claimed, signal)
             # The claim started the first pass and read what it needs; later passes read afresh.
             outcome = driver.drive_pass(claimed.inputs, claimed=claimed)
             while outcome is Pass.AGAIN:
                 outcome = driver.drive_pass(claimed.inputs)
-            return outcome is Pass.IDLE
+            return outcome is Pass.IDLE, driver.rested
         except BaseException:
             self.release(claim)
             raise
@@ -150,10 +154,18 @@ class Executor:
             for listener in self.after_drive:
                 listener(claim.run_id)
 
-    def drive_claimed(self, claimed: ClaimedRun | None, run_id: str) -> None:
-        """Drive the run this caller claimed (if it did) and return once it is at rest."""
-        if claimed is None or not self.drive(claimed):
-            self.drive_until_idle(run_id)  # not ours, or handed back: wait for whoever holds it
+    def drive_claimed(self, claimed: ClaimedRun | None, run_id: str) -> Any:
+        """Drive the run this caller claimed (if it did) and return once it is at rest.
+
+        Returns the run's row as this drive left it at rest, when it knows it (``None``: read
+        it).
+        """
+        if claimed is not None:
+            at_rest, row = self._drive(claimed)
+            if at_rest:
+                return row
+        self.drive_until_idle(run_id)  # not ours, or handed back: wait for whoever holds it
+        return None
 
     def drive_until_idle(self, run_id: str, *, poll_seconds: float = 0.05) -> None:
         """Return once ``run_id`` is at rest, driving it here whenever no one else holds it."""

@@ -10,6 +10,7 @@ claim, the queue's leases and LangGraph's strict resume, never from memory.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -38,7 +39,7 @@ from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
-from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
+from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run, open_work
 from wop_langgraph.store.run_queue import (
     CANCEL_CHANNEL,
     QUEUE_CHANNEL,
@@ -265,8 +266,8 @@ class WopHost:
             self._enqueued(run_id)
             return _snapshot_of(committed)
         claimed = ClaimedRun(claim, workflow_id, "running", inputs_doc, configurable, fresh=True)
-        self.executor.drive_claimed(claimed, run_id)
-        return self.snapshot(run_id)
+        rested = self.executor.drive_claimed(claimed, run_id)
+        return _snapshot_of(rested) if rested is not None else self.snapshot(run_id)
 
     def fork(
         self,
@@ -399,8 +400,8 @@ class WopHost:
 
         def take_lease(conn: Connection, queued_run: str) -> None:
             taken = self.executor.claim_in(conn, queued_run)
-            if taken is not None:
-                claimed.append(taken)
+            if taken is not None:  # with the work the drive is to deliver, read here too
+                claimed.append(dataclasses.replace(taken, work=open_work(conn, queued_run)))
 
         try:
             result = self._resolver.resolve(
@@ -422,8 +423,9 @@ class WopHost:
                 self.executor.release(taken.claim)
             raise
         if wait and result["status"] == "running":
-            self.executor.drive_claimed(claimed[0] if claimed else None, run_id)
-            result = {**result, "status": self.snapshot(run_id)["status"]}
+            rested = self.executor.drive_claimed(claimed[0] if claimed else None, run_id)
+            status = rested.status if rested is not None else self.snapshot(run_id)["status"]
+            result = {**result, "status": status}
         elif claimed:
             self.executor.release(claimed[0].claim)  # unexpected, but never keep an idle lease
         return result

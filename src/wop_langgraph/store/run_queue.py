@@ -76,7 +76,9 @@ class ClaimedRun:
 
     ``status`` is the run's after the claim: a ``pending`` run is ``running`` from its claim
     on. ``fresh``: the run was created with this claim, so it has no checkpoint and no
-    interrupt yet (its first pass reads neither).
+    interrupt yet (its first pass reads neither). ``work``: the run's open work (as
+    :func:`~wop_langgraph.store.interrupts.open_work` returns it), read in the claim's
+    transaction, for the first pass not to read it again.
     """
 
     claim: Claim
@@ -85,6 +87,7 @@ class ClaimedRun:
     inputs: Any
     configurable: Any
     fresh: bool = False
+    work: tuple[list[Any], list[Any]] | None = None
 
 
 def notify(conn: Connection, channel: str, payload: str) -> None:
