@@ -11,7 +11,9 @@ so both share one transaction.
   run in autocommit: the statement is atomic by itself, and on PostgreSQL that makes the
   operation one round trip instead of three. Others run in ``BEGIN`` ... ``COMMIT``.
 * SQLite: writes hold the process-wide write lock of the file
-  (:func:`~wop_langgraph.store.engine.write_lock`) and begin ``BEGIN IMMEDIATE``; reads begin
+  (:func:`~wop_langgraph.store.engine.write_lock`), taken only once the connection is checked
+  out (the order every transaction begun through the engine follows: a thread never waits for
+  the pool while it holds the lock), and begin ``BEGIN IMMEDIATE``; reads begin
   ``BEGIN`` (a WAL snapshot, never blocked by the writer). Connections to a SQLite file are
   kept by the saver once opened (a local file has no idle timeout to outlive, and the
   engine pool's checkout costs as much as the statement); PostgreSQL connections come from
@@ -147,28 +149,41 @@ class Database:
             StoreError: the database or the pool failed (chained from the driver error);
                 :class:`ConnectionLost` when the connection broke.
         """
-        with self._write_lock if write or self._memory else nullcontext():
-            if with_connection:
-                try:
-                    with self.engine.begin() as conn:
-                        yield Tx(conn.connection.driver_connection, conn, binary=not self._sqlite)
-                except (SQLAlchemyError, self._error) as exc:
-                    lost = isinstance(exc, DBAPIError) and exc.connection_invalidated
-                    raise store_error(what, exc, lost=lost) from driver_error(exc)
-                return
-            fairy, dbapi = self._checkout(what)
-            healthy = False
+        # The connection first, then the write lock: every transaction begun through the
+        # engine holds its pooled connection while it queues for the lock, so a thread that
+        # held the lock while it waited for the pool could wait for ever (up to the pool
+        # timeout) on threads that wait for the lock.
+        if with_connection:
             try:
-                yield from self._run(dbapi, write=write, atomic=atomic)
-                healthy = True
-            except BaseException as exc:
-                lost = self._abandon(fairy, dbapi, exc)
-                healthy = not lost and not isinstance(exc, self._error)
-                if isinstance(exc, self._error):
-                    raise store_error(what, exc, lost=lost) from driver_error(exc)
-                raise
-            finally:
-                self._checkin(fairy, dbapi, healthy)
+                # The engine's "begin" hook takes the write lock once the connection is ours.
+                with self.engine.begin() as conn:
+                    yield Tx(conn.connection.driver_connection, conn, binary=not self._sqlite)
+            except (SQLAlchemyError, self._error) as exc:
+                lost = isinstance(exc, DBAPIError) and exc.connection_invalidated
+                raise store_error(what, exc, lost=lost) from driver_error(exc)
+            return
+        fairy, dbapi = self._checkout(what)
+        checked_in = False
+        try:
+            with self._write_lock if write or self._memory else nullcontext():
+                healthy = False
+                try:
+                    yield from self._run(dbapi, write=write, atomic=atomic)
+                    healthy = True
+                except BaseException as exc:
+                    lost = self._abandon(fairy, dbapi, exc)
+                    healthy = not lost and not isinstance(exc, self._error)
+                    if isinstance(exc, self._error):
+                        raise store_error(what, exc, lost=lost) from driver_error(exc)
+                    raise
+                finally:
+                    # Still under the lock: the in-memory database's one shared connection
+                    # is reset (rolled back) as it goes back to the pool.
+                    checked_in = True
+                    self._checkin(fairy, dbapi, healthy)
+        finally:
+            if not checked_in:  # interrupted while queueing for the lock
+                self._checkin(fairy, dbapi, False)
 
     def _run(self, dbapi: Any, *, write: bool, atomic: bool) -> Iterator[Tx]:
         if self._sqlite:

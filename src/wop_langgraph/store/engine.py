@@ -5,7 +5,11 @@ instead of failing with "database is locked"), foreign keys, and ``BEGIN IMMEDIA
 write transactions so that two writers never both read and then collide on upgrade to a
 write lock; :func:`write_lock` lets the threads of one process queue for that lock without
 SQLite's sleeping busy handler, and every write transaction begun through the engine takes it
-(held from ``BEGIN IMMEDIATE`` until the connection goes back to the pool). PostgreSQL goes
+(held from ``BEGIN IMMEDIATE`` until the connection goes back to the pool). The lock is taken
+only by a thread that already has its connection, never the other way round: writers queue for
+the lock holding pooled connections, so a lock holder that waited for the pool would wait on
+them. A SQLite file keeps SQLAlchemy's default pool (``QueuePool``, 5 connections + 10
+overflow, 30 s timeout); the sizes below are PostgreSQL's. PostgreSQL goes
 through psycopg 3 with a pooled connection, pinged before use (every time, or once it sat
 idle: ``ping_after_idle``).
 """
@@ -210,9 +214,10 @@ def one_statement(engine: Engine) -> Connection:
 class WriteLock:
     """A SQLite file's process-wide writer lock.
 
-    Re-entrant for the thread that holds it (the saver takes it around a transaction that
-    then begins through the engine, which takes it again), and released by whoever returns the
-    connection (a connection the garbage collector checks in, on another thread).
+    Re-entrant for the thread that holds it (a write that thread begins inside its own, on the
+    in-memory database's one shared connection say, would otherwise wait on itself), and
+    released by whoever returns the connection (a connection the garbage collector checks in,
+    on another thread).
     """
 
     def __init__(self) -> None:
@@ -255,11 +260,14 @@ _write_locks_guard = threading.Lock()
 def write_lock(engine: Engine) -> AbstractContextManager[Any]:
     """A lock to hold around a write transaction on ``engine`` (a no-op on PostgreSQL).
 
+    Take it once the transaction's connection is checked out, never before: a thread holding
+    it must not wait for the pool, whose connections may all be held by threads waiting for it.
+
     SQLite lets one writer in at a time and makes the others wait in its busy handler, which
     sleeps in steps of 1 to 100 ms: threads of one process that collide on the lock would
-    lose whole milliseconds per write. Taking this process-wide lock first (one per database
-    file, shared by every engine on that file) queues them with no sleep; other processes
-    still wait on the busy timeout. A private in-memory database has a single shared
+    lose whole milliseconds per write. Taking this process-wide lock before ``BEGIN`` (one per
+    database file, shared by every engine on that file) queues them with no sleep; other
+    processes still wait on the busy timeout. A private in-memory database has a single shared
     connection, so every transaction on it, read or write, must hold the lock.
     """
     if not is_sqlite(engine):
