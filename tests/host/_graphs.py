@@ -393,6 +393,8 @@ def main(argv: Sequence[str]) -> int:
         ``kill-after-claim``: resolve the gate; the claim commits, then the process SIGKILLs itself
             before the graph is resumed, holding the run's lease (``Executor.drive_claimed`` is
             replaced in this process only).
+        ``kill-after-queue``: resolve the gate without waiting (as the HTTP API does): the claim
+            commits and queues the run, unleased; then the process SIGKILLs itself.
         ``kill-in-node``: resolve the gate; the graph resumes and the review node SIGKILLs the
             process right after its gate returned, before the step is saved.
     """
@@ -403,12 +405,17 @@ def main(argv: Sequence[str]) -> int:
     print(snapshot["runId"], flush=True)
     if mode == "kill-after-claim":
 
-        def die(self: Executor, claimed: object, run_id: str) -> None:
+        def die(self: Executor, run_id: str, claimed: object) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
         Executor.drive_claimed = die  # type: ignore[method-assign]
     elif mode == "kill-in-node":
         os.environ[KILL_AFTER_GATE_ENV] = "1"
+    elif mode == "kill-after-queue":
+        host.resolve(
+            snapshot["runId"], "review", {"action": "accept", "feedback": "ship it"}, ALICE, wait=False
+        )
+        os.kill(os.getpid(), signal.SIGKILL)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     host.resolve(snapshot["runId"], "review", {"action": "accept", "feedback": "ship it"}, ALICE)

@@ -35,7 +35,7 @@ def _child(mode: str, url: str) -> str:
     return proc.stdout.split()[0]
 
 
-@pytest.mark.parametrize("mode", ["kill-after-claim", "kill-in-node"])
+@pytest.mark.parametrize("mode", ["kill-after-claim", "kill-after-queue", "kill-in-node"])
 def test_sigkill_after_claim_then_recover_completes_once(
     make_host: HostFactory, db_url: str, mode: str
 ) -> None:

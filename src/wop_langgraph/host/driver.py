@@ -165,7 +165,7 @@ class GraphDriver:
     _pending_at_start: list[InterruptRecord] = field(default_factory=list, init=False, repr=False)
     #: The tasks of the pass's first step that finished before the pass.
     _finished_before: set[str] = field(default_factory=set, init=False, repr=False)
-    #: The run's row as the pass that put it to rest (waiting or ended) left it, if one did.
+    #: The run's row (its snapshot columns) as the pass that put it to rest left it, if one did.
     rested: Any = field(default=None, init=False, repr=False)
 
     @property
@@ -175,12 +175,15 @@ class GraphDriver:
     def drive_pass(self, first_input: Any, *, claimed: ClaimedRun | None = None) -> Pass:
         """One pass: find the work, stream the graph over it, settle the run.
 
-        ``claimed``: the claim that began the drive, for its first pass. Its statement already
-        started the pass (a pending run is running from it) and read the queue version.
+        ``claimed``: the claim that began the drive, for its first pass. The statement that
+        took it (a claim, or the insert of a run created leased) already started the pass: a
+        pending run is running from it, and it read the queue version and the status.
         """
         self.rested = None
         if claimed is not None:
             claim, status = claimed.claim, claimed.status
+            if self.signal.stop.is_set():  # cancelled between the claim and the drive
+                return self._stopped(claim)
         else:
             started = self._start_pass()
             if started is None:

@@ -10,6 +10,7 @@ interrupt claim and the strict resume hold even if two drives of one run ever ov
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import socket
 import threading
@@ -28,16 +29,18 @@ from wop_langgraph.nodes._context import RunContext
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
 from wop_langgraph.store.run_queue import (
+    QUEUE_CHANNEL,
     Claim,
     ClaimedRun,
     any_claimable,
     cancelled_leases,
     claim_next,
     claim_run,
+    notify,
     queued,
-    release,
     renew,
 )
+from wop_langgraph.store.run_queue import release as release_lease
 from wop_langgraph.store.run_tables import runs_table
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "Executor", "RunOptions", "run_option"]
@@ -75,11 +78,17 @@ class Executor:
         # One owner id per executor: renewals and cancellation checks are one statement each.
         self.owner = f"{socket.gethostname()[:30]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._active: dict[str, DriveSignal] = {}
+        #: The latest drive of each run being driven here (a drive tells whether another
+        #: began after it).
+        self._last_drive: dict[str, int] = {}
+        self._drive_tokens = itertools.count()
         self._guard = threading.Condition()
         self._keeper: threading.Thread | None = None
         self._closing = threading.Event()
         #: Called with a run id after each drive of it ends (callbacks, notifications).
         self.after_drive: list[Callable[[str], None]] = []
+        #: Called with a run id handed back to the queue (wakes local workers).
+        self.on_release: list[Callable[[str], None]] = []
 
     # -- claiming ----------------------------------------------------------------------------
 
@@ -127,23 +136,34 @@ class Executor:
         """
         return self._drive(claimed)[0]
 
-    def _drive(self, claimed: ClaimedRun) -> tuple[bool, Any]:
-        """:meth:`drive`, and the run's row as the drive left it at rest (if it wrote one)."""
-        claim = claimed.claim
-        signal = DriveSignal()
+    def adopt(self, claim: Claim) -> None:
+        """Hold ``claim`` until this process drives it: from now on its lease is renewed and a
+        cancellation reaches the drive (call it where the lease is taken)."""
         with self._guard:
-            self._active[claim.run_id] = signal
+            self._active.setdefault(claim.run_id, DriveSignal())
         self._ensure_keeper()
+
+    def _drive(self, claimed: ClaimedRun) -> tuple[bool, Any]:
+        """:meth:`drive`, and the run's row as the drive left it at rest (``None`` if it wrote
+        none, or if a listener called after the drive may have changed it)."""
+        claim = claimed.claim
+        with self._guard:
+            signal = self._active.setdefault(claim.run_id, DriveSignal())
+            token = next(self._drive_tokens)
+            self._last_drive[claim.run_id] = token
+        self._ensure_keeper()
+        at_rest, rested, same_drive = False, None, False
         try:
-            if claimed.workflow_id not in self.registry:
-                self.release(claim)  # another host (with that workflow) will take it
+            if claimed.workflow_id not in self.registry:  # (claims filter by workflow already)
+                self.release(claim)  # another host, with that workflow, will take it
                 return False, None
             driver = self._driver(claimed, signal)
-            # The claim started the first pass and read what it needs; later passes read afresh.
+            # The claim (or the insert that created the run leased) started the first pass and
+            # read what it needs; later passes read afresh.
             outcome = driver.drive_pass(claimed.inputs, claimed=claimed)
             while outcome is Pass.AGAIN:
                 outcome = driver.drive_pass(claimed.inputs)
-            return outcome is Pass.IDLE, driver.rested
+            at_rest, rested = outcome is Pass.IDLE, driver.rested
         except BaseException:
             self.release(claim)
             raise
@@ -153,9 +173,16 @@ class Executor:
                 self._guard.notify_all()
             for listener in self.after_drive:
                 listener(claim.run_id)
+            with self._guard:
+                # A listener may have driven the run again (a subworkflow's result delivered to
+                # it): then the row this drive wrote is no longer the run's.
+                same_drive = self._last_drive.get(claim.run_id) == token
+                if same_drive:
+                    del self._last_drive[claim.run_id]
+        return at_rest, rested if same_drive else None
 
-    def drive_claimed(self, claimed: ClaimedRun | None, run_id: str) -> Any:
-        """Drive the run this caller claimed (if it did) and return once it is at rest.
+    def drive_claimed(self, run_id: str, claimed: ClaimedRun | None) -> Any:
+        """Drive ``run_id`` with the claim this caller took (if it did); return once it is at rest.
 
         Returns the run's row as this drive left it at rest, when it knows it (``None``: read
         it).
@@ -170,9 +197,9 @@ class Executor:
     def drive_until_idle(self, run_id: str, *, poll_seconds: float = 0.05) -> None:
         """Return once ``run_id`` is at rest, driving it here whenever no one else holds it."""
         while True:
-            claim = self.claim(run_id)
-            if claim is not None:
-                if self.drive(claim):
+            claimed = self.claim(run_id)
+            if claimed is not None:
+                if self.drive(claimed):
                     return  # at rest (work that arrives from now on is the next caller's)
                 continue
             with reading(self.engine) as conn:
@@ -185,6 +212,12 @@ class Executor:
                 return
             with self._guard:
                 self._guard.wait(poll_seconds)
+
+    @property
+    def driving(self) -> frozenset[str]:
+        """The runs this process drives, or holds a lease on to drive next."""
+        with self._guard:
+            return frozenset(self._active)
 
     def wait_until_undriven(self, run_id: str, timeout: float = 60.0) -> None:
         """Wait until this process no longer drives ``run_id`` (a cancelled drive winding down)."""
@@ -277,10 +310,22 @@ class Executor:
         except RunLogClosed:
             return  # the run ended meanwhile: nothing is appended after its terminal event
 
-    def release(self, claim: Claim) -> None:
-        """Hand the run back to the queue (another worker, or a later call, drives it)."""
+    def release(self, claim: Claim, *, exact: bool = False) -> None:
+        """Hand the run back to the queue: another worker (woken) or a later call drives it.
+
+        ``exact``: only if the run is still at the claim's queue version (a claim taken in a
+        transaction that may have rolled back must not free a lease taken since).
+        """
+        with self._guard:
+            self._active.pop(claim.run_id, None)
+            self._guard.notify_all()
         with self.engine.begin() as conn:
-            release(conn, claim)
+            released = release_lease(conn, claim, exact=exact)
+            if released:
+                notify(conn, QUEUE_CHANNEL, claim.run_id)
+        if released:
+            for listener in self.on_release:
+                listener(claim.run_id)
 
     # -- leases ------------------------------------------------------------------------------
 

@@ -239,7 +239,8 @@ class Resolver:
         did not decide). Counting and claiming under one lock means the vote that decides is
         the one whose value is recorded; a conflicting vote arriving meanwhile sees a closed
         gate (409). A vote counts for the authenticated principal (or the approver a token was
-        minted for): nothing in the resume value confers identity.
+        minted for): nothing in the resume value confers identity. ``on_enqueue`` runs in
+        this transaction whenever it queues the run.
         """
         with self._s.engine.begin() as conn:
             now = self._s.clock()

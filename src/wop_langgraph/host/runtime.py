@@ -105,6 +105,7 @@ class WopHost:
         self._pool: WorkerPool | None = None
         signals_for(self.engine)  # appends wake event readers from the first commit on
         self.executor.after_drive.append(self._settle_links)
+        self.executor.on_release.append(self._enqueued)
         self._resolver = Resolver(
             ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued)
         )
@@ -180,8 +181,8 @@ class WopHost:
         Returns how many drives it made. For scripts, notebooks and tests without workers.
         """
         drives = 0
-        while (claim := self.executor.claim_next()) is not None:
-            self.executor.drive(claim)
+        while (claimed := self.executor.claim_next()) is not None:
+            self.executor.drive(claimed)
             drives += 1
         return drives
 
@@ -246,27 +247,37 @@ class WopHost:
             "created_at": now,
             "updated_at": now,
         }
-        # A caller that waits drives the run itself: it is inserted claimed by this process
+        # A caller that waits drives the run itself: the run is inserted leased to this process
         # and running, so no claim, no read of the row and no status change follow.
-        claim = Claim(run_id, self.executor.owner, 1) if wait else None
-        if claim is not None:
+        lease = Claim(run_id, self.executor.owner, 1) if wait else None
+        if lease is not None:
             row["status"] = "running"
-        queue = created_queued(now, leased_to=claim, lease=self.executor.lease)
-        with self.engine.begin() as conn:
-            # Inserted queued (one statement, not insert + enqueue); a worker may drive the run
-            # the moment this commits, so the answer is what was committed, not a later read.
-            conn.execute(runs_table.insert().values(**row, **queue))
-            append_events(conn, run_id, [NewEvent("run.started", started)], now=now)
-            if claim is None:  # claimed here: other processes' workers have nothing to take
-                notify(conn, QUEUE_CHANNEL, run_id)
-            committed = SimpleNamespace(**row, current_node_id=None, error=None, completed_at=None)
-            if on_commit is not None:
-                on_commit(conn, _snapshot_of(committed))
-        if claim is None:
+        try:
+            with self.engine.begin() as conn:
+                # The lease runs from here, once the transaction has the database (a SQLite
+                # writer may have queued for it); from here on it is renewed, and a cancel
+                # reaches the drive.
+                queue = created_queued(now, lease=lease, lease_until=self.clock() + self.executor.lease)
+                if lease is not None:
+                    self.executor.adopt(lease)
+                # Inserted queued (one statement, not insert + enqueue); a worker may drive an
+                # unleased run the moment this commits, so the answer is what was committed.
+                conn.execute(runs_table.insert().values(**row, **queue))
+                append_events(conn, run_id, [NewEvent("run.started", started)], now=now)
+                if lease is None:  # leased here: other processes' workers have nothing to take
+                    notify(conn, QUEUE_CHANNEL, run_id)
+                committed = SimpleNamespace(**row, current_node_id=None, error=None, completed_at=None)
+                if on_commit is not None:
+                    on_commit(conn, _snapshot_of(committed))
+        except BaseException:
+            if lease is not None:
+                self.executor.release(lease, exact=True)  # forget it (nothing was stored)
+            raise
+        if lease is None:
             self._enqueued(run_id)
             return _snapshot_of(committed)
-        claimed = ClaimedRun(claim, workflow_id, "running", inputs_doc, configurable, fresh=True)
-        rested = self.executor.drive_claimed(claimed, run_id)
+        claimed = ClaimedRun(lease, workflow_id, "running", inputs_doc, configurable, fresh=True)
+        rested = self.executor.drive_claimed(run_id, claimed)
         return _snapshot_of(rested) if rested is not None else self.snapshot(run_id)
 
     def fork(
@@ -401,6 +412,7 @@ class WopHost:
         def take_lease(conn: Connection, queued_run: str) -> None:
             taken = self.executor.claim_in(conn, queued_run)
             if taken is not None:  # with the work the drive is to deliver, read here too
+                self.executor.adopt(taken.claim)  # renewed from now on; a cancel reaches it
                 claimed.append(dataclasses.replace(taken, work=open_work(conn, queued_run)))
 
         try:
@@ -416,19 +428,25 @@ class WopHost:
         except InterruptAlreadyResolved as exc:
             if wait and (exc.details or {}).get("reason") == "timeout":
                 # The late answer timed the gate out here: drive the run on past it.
-                self.executor.drive_claimed(claimed[0] if claimed else None, run_id)
+                self.executor.drive_claimed(run_id, claimed[0] if claimed else None)
+            else:
+                self._hand_back(claimed)
             raise
         except BaseException:
-            for taken in claimed:  # queued and leased, then failed: let a worker have it
-                self.executor.release(taken.claim)
+            self._hand_back(claimed)
             raise
         if wait and result["status"] == "running":
-            rested = self.executor.drive_claimed(claimed[0] if claimed else None, run_id)
+            rested = self.executor.drive_claimed(run_id, claimed[0] if claimed else None)
             status = rested.status if rested is not None else self.snapshot(run_id)["status"]
             result = {**result, "status": status}
-        elif claimed:
-            self.executor.release(claimed[0].claim)  # unexpected, but never keep an idle lease
+        else:
+            self._hand_back(claimed)  # not expected: a lease is only taken where a run is queued
         return result
+
+    def _hand_back(self, claimed: list[ClaimedRun]) -> None:
+        """Release leases taken by a resolve that then failed (or rolled back: ``exact``)."""
+        for taken in claimed:
+            self.executor.release(taken.claim, exact=True)
 
     def sweep(self, now: datetime | None = None, *, wait: bool = True) -> int:
         """Time out every pending interrupt whose deadline passed; returns how many.

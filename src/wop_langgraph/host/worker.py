@@ -96,16 +96,17 @@ class WorkerPool:
     def _work(self) -> None:
         while not self._stop.is_set():
             try:
-                claim = self.executor.claim_next()
+                claimed = self.executor.claim_next()
             except Exception:
                 _log.exception("claiming a queued run failed; retrying")
-                claim = None
+                claimed = None
                 self._stop.wait(self.poll_seconds or 1.0)  # the database is away: do not spin
-            if claim is not None:
+            if claimed is not None:
                 try:
-                    self.executor.drive(claim)
+                    self.executor.drive(claimed)
                 except Exception:
-                    _log.exception("driving run %s failed; another worker will retry it", claim.claim.run_id)
+                    run_id = claimed.claim.run_id
+                    _log.exception("driving run %s failed; another worker will retry it", run_id)
                 continue
             with self._wake:
                 self._idle += 1

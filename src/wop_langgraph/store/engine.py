@@ -176,8 +176,7 @@ def _on_sqlite_begin(conn: Connection) -> None:
         lock = _lock_of(conn.engine)
         if lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
             conn.info[_HELD_LOCK] = lock
-    # Straight to the driver: SQLAlchemy has nothing to add to a BEGIN (its own is a no-op).
-    conn.connection.driver_connection.execute("BEGIN" if read_only else "BEGIN IMMEDIATE")  # type: ignore[union-attr]
+    conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def _release_write_lock(_dbapi_connection: Any, record: Any, *_: Any) -> None:

@@ -21,8 +21,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, case, func, or_, select, text, update
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Connection,
+    and_,
+    bindparam,
+    case,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
 
+from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.run_tables import runs_table
 
 __all__ = [
@@ -87,7 +100,7 @@ class ClaimedRun:
     inputs: Any
     configurable: Any
     fresh: bool = False
-    work: tuple[list[Any], list[Any]] | None = None
+    work: tuple[list[InterruptRecord], list[InterruptRecord]] | None = None
 
 
 def notify(conn: Connection, channel: str, payload: str) -> None:
@@ -118,22 +131,24 @@ def enqueue(conn: Connection, run_id: str, *, now: datetime, running: bool = Fal
 
 
 def created_queued(
-    now: datetime, *, leased_to: Claim | None = None, lease: timedelta | None = None
+    now: datetime, *, lease: Claim | None = None, lease_until: datetime | None = None
 ) -> dict[str, object]:
     """The queue columns of a run inserted already queued (what :func:`enqueue` would set).
 
-    Saves a new run the second statement; the caller sends :func:`notify` on
-    :data:`QUEUE_CHANNEL` in the same transaction. With ``leased_to`` (version 1) and
-    ``lease``, the run is inserted claimed by that owner, for a caller that drives it at once:
-    no claim statement follows, and no other worker takes it while the lease lasts.
+    Saves a new run the second statement. Unleased, the caller sends :func:`notify` on
+    :data:`QUEUE_CHANNEL` in the same transaction. With ``lease`` (its owner, at version 1)
+    until ``lease_until``, the run is inserted claimed, for a caller that drives it at once:
+    no claim statement follows, and no other worker takes it while the lease is renewed.
     """
     columns: dict[str, object] = {"queued_at": now, "queue_version": 1}
-    if leased_to is not None and lease is not None:
-        columns |= {"lease_owner": leased_to.owner, "lease_until": now + lease}
+    if lease is not None:
+        if lease.version != 1 or lease_until is None:
+            raise ValueError("a run is inserted leased at queue version 1, with the lease's end")
+        columns |= {"lease_owner": lease.owner, "lease_until": lease_until}
     return columns
 
 
-def _claimable(now: datetime) -> ColumnElement[bool]:
+def _claimable(now: datetime | BindParameter[datetime]) -> ColumnElement[bool]:
     return and_(
         queued(),
         or_(_runs.c.lease_until.is_(None), _runs.c.lease_until < now),
@@ -146,14 +161,12 @@ def _take_statement() -> Any:
 
     Compiled once; a ``pending`` run becomes ``running`` in the same statement.
     """
-    now = bindparam("take_now", type_=_runs.c.lease_until.type)
     return (
         update(_runs)
         .where(
             _runs.c.run_id == bindparam("take_run_id"),
             _runs.c.workflow_id.in_(bindparam("workflow_ids", expanding=True)),
-            queued(),
-            or_(_runs.c.lease_until.is_(None), _runs.c.lease_until < now),
+            _claimable(bindparam("take_now", type_=_runs.c.lease_until.type)),
         )
         .values(
             lease_owner=bindparam("take_owner"),
@@ -291,16 +304,19 @@ def finish(conn: Connection, claim: Claim) -> bool:
     return bool(done)
 
 
-def release(conn: Connection, claim: Claim, *, dequeue: bool = False) -> None:
-    """Drop the lease (the run stays queued unless ``dequeue``): another worker may take it."""
+def release(conn: Connection, claim: Claim, *, dequeue: bool = False, exact: bool = False) -> bool:
+    """Drop the lease (the run stays queued unless ``dequeue``): another worker may take it.
+
+    ``exact``: only while the run is at the claim's queue version. Returns whether the lease
+    was dropped.
+    """
     values: dict[str, object] = {"lease_owner": None, "lease_until": None}
     if dequeue:
         values["queued_at"] = None
-    conn.execute(
-        update(_runs)
-        .where(_runs.c.run_id == claim.run_id, _runs.c.lease_owner == claim.owner)
-        .values(**values)
-    )
+    condition = [_runs.c.run_id == claim.run_id, _runs.c.lease_owner == claim.owner]
+    if exact:
+        condition.append(_runs.c.queue_version == claim.version)
+    return bool(conn.execute(update(_runs).where(*condition).values(**values)).rowcount)
 
 
 def unqueued_stragglers(conn: Connection, *, limit: int = 1000) -> list[str]:
