@@ -136,26 +136,49 @@ class Executor:
         """
         return self._drive(claimed)[0]
 
-    def adopt(self, claim: Claim) -> None:
-        """Hold ``claim`` until this process drives it: from now on its lease is renewed and a
-        cancellation reaches the drive (call it where the lease is taken)."""
-        with self._guard:
-            self._active.setdefault(claim.run_id, DriveSignal())
-        self._ensure_keeper()
+    def adopt(self, claim: Claim) -> DriveSignal:
+        """Hold ``claim`` until this process drives it; returns the hold (pass it to the drive).
 
-    def _drive(self, claimed: ClaimedRun) -> tuple[bool, Any]:
-        """:meth:`drive`, and the run's row as the drive left it at rest (``None`` if it wrote
-        none, or if a listener called after the drive may have changed it)."""
-        claim = claimed.claim
+        From now on the lease is renewed and a cancellation reaches the drive: call it where
+        the lease is taken, before its transaction commits.
+        """
+        signal = DriveSignal()
         with self._guard:
-            signal = self._active.setdefault(claim.run_id, DriveSignal())
+            self._active[claim.run_id] = signal  # a drive of it that is ending drops only its own
+        self._ensure_keeper()
+        return signal
+
+    def forget(self, claim: Claim, hold: DriveSignal) -> None:
+        """Drop a hold whose lease was never stored (its transaction rolled back)."""
+        self._unhold(claim.run_id, hold)
+
+    def touch(self, run_id: str) -> None:
+        """The run was queued again here: a row a drive of it wrote at rest is out of date."""
+        with self._guard:
+            if run_id in self._last_drive:
+                self._last_drive[run_id] = next(self._drive_tokens)
+
+    def _unhold(self, run_id: str, hold: DriveSignal) -> None:
+        with self._guard:
+            if self._active.get(run_id) is hold:
+                del self._active[run_id]
+            self._guard.notify_all()
+
+    def _drive(self, claimed: ClaimedRun, hold: DriveSignal | None = None) -> tuple[bool, Any]:
+        """:meth:`drive` (under ``hold``, if the claim was adopted), and the run's row as the
+        drive left it at rest (``None`` if it wrote none, or if the run was driven or queued
+        again here since)."""
+        claim = claimed.claim
+        signal = hold or DriveSignal()
+        with self._guard:
+            self._active[claim.run_id] = signal
             token = next(self._drive_tokens)
             self._last_drive[claim.run_id] = token
         self._ensure_keeper()
         at_rest, rested, same_drive = False, None, False
         try:
             if claimed.workflow_id not in self.registry:  # (claims filter by workflow already)
-                self.release(claim)  # another host, with that workflow, will take it
+                self._release(claim, signal)  # another host, with that workflow, will take it
                 return False, None
             driver = self._driver(claimed, signal)
             # The claim (or the insert that created the run leased) started the first pass and
@@ -165,30 +188,31 @@ class Executor:
                 outcome = driver.drive_pass(claimed.inputs)
             at_rest, rested = outcome is Pass.IDLE, driver.rested
         except BaseException:
-            self.release(claim)
+            self._release(claim, signal)
             raise
         finally:
-            with self._guard:
-                self._active.pop(claim.run_id, None)
-                self._guard.notify_all()
-            for listener in self.after_drive:
-                listener(claim.run_id)
-            with self._guard:
-                # A listener may have driven the run again (a subworkflow's result delivered to
-                # it): then the row this drive wrote is no longer the run's.
-                same_drive = self._last_drive.get(claim.run_id) == token
-                if same_drive:
-                    del self._last_drive[claim.run_id]
+            self._unhold(claim.run_id, signal)
+            try:
+                for listener in self.after_drive:
+                    listener(claim.run_id)
+            finally:
+                with self._guard:
+                    # A listener may have driven or queued the run again (a subworkflow's
+                    # result delivered to it): then the row this drive wrote is out of date.
+                    same_drive = self._last_drive.get(claim.run_id) == token
+                    if same_drive:
+                        del self._last_drive[claim.run_id]
         return at_rest, rested if same_drive else None
 
-    def drive_claimed(self, run_id: str, claimed: ClaimedRun | None) -> Any:
-        """Drive ``run_id`` with the claim this caller took (if it did); return once it is at rest.
+    def drive_claimed(self, run_id: str, claimed: ClaimedRun | None, hold: DriveSignal | None = None) -> Any:
+        """Drive ``run_id`` with the claim this caller took (if it did, under its ``hold``);
+        return once the run is at rest.
 
         Returns the run's row as this drive left it at rest, when it knows it (``None``: read
         it).
         """
         if claimed is not None:
-            at_rest, row = self._drive(claimed)
+            at_rest, row = self._drive(claimed, hold)
             if at_rest:
                 return row
         self.drive_until_idle(run_id)  # not ours, or handed back: wait for whoever holds it
@@ -310,17 +334,11 @@ class Executor:
         except RunLogClosed:
             return  # the run ended meanwhile: nothing is appended after its terminal event
 
-    def release(self, claim: Claim, *, exact: bool = False) -> None:
-        """Hand the run back to the queue: another worker (woken) or a later call drives it.
-
-        ``exact``: only if the run is still at the claim's queue version (a claim taken in a
-        transaction that may have rolled back must not free a lease taken since).
-        """
-        with self._guard:
-            self._active.pop(claim.run_id, None)
-            self._guard.notify_all()
+    def _release(self, claim: Claim, hold: DriveSignal) -> None:
+        """Hand the run back to the queue: another worker (woken) or a later call drives it."""
+        self._unhold(claim.run_id, hold)
         with self.engine.begin() as conn:
-            released = release_lease(conn, claim, exact=exact)
+            released = release_lease(conn, claim)
             if released:
                 notify(conn, QUEUE_CHANNEL, claim.run_id)
         if released:

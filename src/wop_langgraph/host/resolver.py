@@ -50,10 +50,7 @@ from wop_langgraph.store.interrupts import (
 from wop_langgraph.store.run_queue import enqueue
 from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
 
-__all__ = ["IDEMPOTENCY_KEY_PATTERN", "OnEnqueue", "Resolver"]
-
-#: Called with the transaction's connection and the run id when a resolution queues the run.
-OnEnqueue = Callable[[Connection, str], None]
+__all__ = ["IDEMPOTENCY_KEY_PATTERN", "Resolver"]
 
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"^[A-Za-z0-9._~-]{22,128}$")
 _RESOLVED_ALIAS = {
@@ -104,15 +101,10 @@ class Resolver:
         *,
         idempotency_key: str | None = None,
         key: str | None = None,
-        on_enqueue: OnEnqueue | None = None,
     ) -> dict[str, Any]:
-        """Resolve or vote; honours ``idempotency_key`` (a replay returns the first response).
-
-        ``on_enqueue`` is called inside the transaction that queues the run (the caller takes
-        the run's lease there, to drive it without a claim of its own).
-        """
+        """Resolve or vote; honours ``idempotency_key`` (a replay returns the first response)."""
         if idempotency_key is None:
-            return self._resolve(run_id, node_id, resume_value, principal, key, on_enqueue)
+            return self._resolve(run_id, node_id, resume_value, principal, key)
         if not IDEMPOTENCY_KEY_PATTERN.match(idempotency_key):
             raise IdempotencyKeyInvalid("Idempotency-Key must match ^[A-Za-z0-9._~-]{22,128}$")
         scope = principal.tenant
@@ -134,7 +126,7 @@ class Resolver:
         if started.outcome is idempotency.BeginOutcome.IN_FLIGHT:
             raise IdempotencyInFlight("a request with this Idempotency-Key is still being processed")
         try:
-            result = self._resolve(run_id, node_id, resume_value, principal, key, on_enqueue)
+            result = self._resolve(run_id, node_id, resume_value, principal, key)
         except WopError as exc:
             with engine.begin() as conn:
                 if exc.code in _NOT_CACHED or exc.status >= 500:
@@ -166,13 +158,7 @@ class Resolver:
         return result
 
     def _resolve(
-        self,
-        run_id: str,
-        node_id: str,
-        resume_value: Any,
-        principal: Principal,
-        key: str | None,
-        on_enqueue: OnEnqueue | None,
+        self, run_id: str, node_id: str, resume_value: Any, principal: Principal, key: str | None
     ) -> dict[str, Any]:
         if tenant_of(run_id) != principal.tenant:
             raise IdTenantMismatch("the run id names another tenant than the caller's")
@@ -203,7 +189,7 @@ class Resolver:
             check_eligible(
                 payload["data"], principal, ref_kinds=self._s.ref_kinds, membership=self._s.membership
             )
-        decided, status = self._decide(target, parsed, resume_value, principal, on_enqueue)
+        decided, status = self._decide(target, parsed, resume_value, principal)
         if decided:
             self._s.on_enqueued(run_id)
         if status == "timed-out":
@@ -230,7 +216,6 @@ class Resolver:
         parsed: ApprovalResume | None,
         resume_value: Any,
         principal: Principal,
-        on_enqueue: OnEnqueue | None = None,
     ) -> tuple[bool, str | None]:
         """Time out, vote or claim, in one transaction under the interrupt's row lock.
 
@@ -239,8 +224,7 @@ class Resolver:
         did not decide). Counting and claiming under one lock means the vote that decides is
         the one whose value is recorded; a conflicting vote arriving meanwhile sees a closed
         gate (409). A vote counts for the authenticated principal (or the approver a token was
-        minted for): nothing in the resume value confers identity. ``on_enqueue`` runs in
-        this transaction whenever it queues the run.
+        minted for): nothing in the resume value confers identity.
         """
         with self._s.engine.begin() as conn:
             now = self._s.clock()
@@ -249,13 +233,13 @@ class Resolver:
                 raise InterruptAlreadyResolved("the interrupt was resolved meanwhile")
             if current.deadline is not None and as_utc(now) >= as_utc(current.deadline):
                 _time_out(conn, current, now)
-                _enqueue(conn, current.run_id, now, on_enqueue)
+                enqueue(conn, current.run_id, now=now, running=True)
                 return True, "timed-out"
             if parsed is not None and parsed.action == "ask":
                 return False, None  # a question decides nothing (a late one timed out above)
             if parsed is None:
                 _claim_in(conn, current, resume_value, {}, principal.subject(), now)
-                _enqueue(conn, current.run_id, now, on_enqueue)
+                enqueue(conn, current.run_id, now=now, running=True)
                 return True, "running"
             data = current.payload["data"]
             voter = principal.subject_id
@@ -275,7 +259,7 @@ class Resolver:
                 return False, None
             resolution = approval_resolution(outcome, parsed)
             _claim_in(conn, current, resume_value, resolution, principal.subject(), now)
-            _enqueue(conn, current.run_id, now, on_enqueue)
+            enqueue(conn, current.run_id, now=now, running=True)
             return True, "running"
 
     def sweep(self, now: datetime) -> int:
@@ -293,12 +277,6 @@ class Resolver:
             timed_out += 1
             self._s.on_enqueued(record.run_id)
         return timed_out
-
-
-def _enqueue(conn: Connection, run_id: str, now: datetime, on_enqueue: OnEnqueue | None) -> None:
-    enqueue(conn, run_id, now=now, running=True)
-    if on_enqueue is not None:
-        on_enqueue(conn, run_id)
 
 
 def _time_out(conn: Connection, target: InterruptRecord, now: datetime) -> None:

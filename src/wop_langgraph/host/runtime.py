@@ -10,7 +10,6 @@ claim, the queue's leases and LangGraph's strict resume, never from memory.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -39,7 +38,7 @@ from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
-from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run, open_work
+from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
 from wop_langgraph.store.run_queue import (
     CANCEL_CHANNEL,
     QUEUE_CHANNEL,
@@ -48,6 +47,7 @@ from wop_langgraph.store.run_queue import (
     created_queued,
     enqueue,
     notify,
+    renew,
     unqueued_stragglers,
 )
 from wop_langgraph.store.run_tables import runs_table
@@ -252,14 +252,16 @@ class WopHost:
         lease = Claim(run_id, self.executor.owner, 1) if wait else None
         if lease is not None:
             row["status"] = "running"
+        hold = None
         try:
             with self.engine.begin() as conn:
                 # The lease runs from here, once the transaction has the database (a SQLite
                 # writer may have queued for it); from here on it is renewed, and a cancel
                 # reaches the drive.
-                queue = created_queued(now, lease=lease, lease_until=self.clock() + self.executor.lease)
+                leased_at = self.clock()
+                queue = created_queued(now, lease=lease, lease_until=leased_at + self.executor.lease)
                 if lease is not None:
-                    self.executor.adopt(lease)
+                    hold = self.executor.adopt(lease)
                 # Inserted queued (one statement, not insert + enqueue); a worker may drive an
                 # unleased run the moment this commits, so the answer is what was committed.
                 conn.execute(runs_table.insert().values(**row, **queue))
@@ -269,15 +271,19 @@ class WopHost:
                 committed = SimpleNamespace(**row, current_node_id=None, error=None, completed_at=None)
                 if on_commit is not None:
                     on_commit(conn, _snapshot_of(committed))
+                if lease is not None and self.clock() - leased_at > self.executor.lease / 3:
+                    # A slow transaction: the keeper cannot renew a row that is not committed
+                    # (PostgreSQL), so the lease is renewed here, before the row is visible.
+                    renew(conn, lease.owner, [run_id], until=self.clock() + self.executor.lease)
         except BaseException:
-            if lease is not None:
-                self.executor.release(lease, exact=True)  # forget it (nothing was stored)
+            if lease is not None and hold is not None:
+                self.executor.forget(lease, hold)  # nothing was stored: a local hold only
             raise
         if lease is None:
             self._enqueued(run_id)
             return _snapshot_of(committed)
         claimed = ClaimedRun(lease, workflow_id, "running", inputs_doc, configurable, fresh=True)
-        rested = self.executor.drive_claimed(run_id, claimed)
+        rested = self.executor.drive_claimed(run_id, claimed, hold)
         return _snapshot_of(rested) if rested is not None else self.snapshot(run_id)
 
     def fork(
@@ -405,48 +411,19 @@ class WopHost:
         returned status is the run's once it is at rest again. See
         :class:`~wop_langgraph.host.resolver.Resolver` for the contract.
         """
-        # A caller that waits takes the run's lease in the transaction that queues it, and
-        # drives it without a claim of its own.
-        claimed: list[ClaimedRun] = []
-
-        def take_lease(conn: Connection, queued_run: str) -> None:
-            taken = self.executor.claim_in(conn, queued_run)
-            if taken is not None:  # with the work the drive is to deliver, read here too
-                self.executor.adopt(taken.claim)  # renewed from now on; a cancel reaches it
-                claimed.append(dataclasses.replace(taken, work=open_work(conn, queued_run)))
-
         try:
             result = self._resolver.resolve(
-                run_id,
-                node_id,
-                resume_value,
-                principal,
-                idempotency_key=idempotency_key,
-                key=key,
-                on_enqueue=take_lease if wait else None,
+                run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
             )
         except InterruptAlreadyResolved as exc:
             if wait and (exc.details or {}).get("reason") == "timeout":
-                # The late answer timed the gate out here: drive the run on past it.
-                self.executor.drive_claimed(run_id, claimed[0] if claimed else None)
-            else:
-                self._hand_back(claimed)
-            raise
-        except BaseException:
-            self._hand_back(claimed)
+                self.executor.drive_until_idle(run_id)  # the late answer timed the gate out here
             raise
         if wait and result["status"] == "running":
-            rested = self.executor.drive_claimed(run_id, claimed[0] if claimed else None)
+            rested = self.executor.drive_claimed(run_id, None)
             status = rested.status if rested is not None else self.snapshot(run_id)["status"]
             result = {**result, "status": status}
-        else:
-            self._hand_back(claimed)  # not expected: a lease is only taken where a run is queued
         return result
-
-    def _hand_back(self, claimed: list[ClaimedRun]) -> None:
-        """Release leases taken by a resolve that then failed (or rolled back: ``exact``)."""
-        for taken in claimed:
-            self.executor.release(taken.claim, exact=True)
 
     def sweep(self, now: datetime | None = None, *, wait: bool = True) -> int:
         """Time out every pending interrupt whose deadline passed; returns how many.
@@ -525,6 +502,7 @@ class WopHost:
 
     def _enqueued(self, run_id: str) -> None:
         """A transaction queued ``run_id`` and committed: wake a local worker."""
+        self.executor.touch(run_id)
         if self._pool is not None:
             self._pool.wake()
 

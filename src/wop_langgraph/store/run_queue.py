@@ -35,7 +35,6 @@ from sqlalchemy import (
     update,
 )
 
-from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.run_tables import runs_table
 
 __all__ = [
@@ -89,9 +88,7 @@ class ClaimedRun:
 
     ``status`` is the run's after the claim: a ``pending`` run is ``running`` from its claim
     on. ``fresh``: the run was created with this claim, so it has no checkpoint and no
-    interrupt yet (its first pass reads neither). ``work``: the run's open work (as
-    :func:`~wop_langgraph.store.interrupts.open_work` returns it), read in the claim's
-    transaction, for the first pass not to read it again.
+    interrupt yet (its first pass reads neither).
     """
 
     claim: Claim
@@ -100,7 +97,6 @@ class ClaimedRun:
     inputs: Any
     configurable: Any
     fresh: bool = False
-    work: tuple[list[InterruptRecord], list[InterruptRecord]] | None = None
 
 
 def notify(conn: Connection, channel: str, payload: str) -> None:
@@ -304,19 +300,20 @@ def finish(conn: Connection, claim: Claim) -> bool:
     return bool(done)
 
 
-def release(conn: Connection, claim: Claim, *, dequeue: bool = False, exact: bool = False) -> bool:
+def release(conn: Connection, claim: Claim, *, dequeue: bool = False) -> bool:
     """Drop the lease (the run stays queued unless ``dequeue``): another worker may take it.
 
-    ``exact``: only while the run is at the claim's queue version. Returns whether the lease
-    was dropped.
+    Returns whether the lease was dropped.
     """
     values: dict[str, object] = {"lease_owner": None, "lease_until": None}
     if dequeue:
         values["queued_at"] = None
-    condition = [_runs.c.run_id == claim.run_id, _runs.c.lease_owner == claim.owner]
-    if exact:
-        condition.append(_runs.c.queue_version == claim.version)
-    return bool(conn.execute(update(_runs).where(*condition).values(**values)).rowcount)
+    statement = (
+        update(_runs)
+        .where(_runs.c.run_id == claim.run_id, _runs.c.lease_owner == claim.owner)
+        .values(**values)
+    )
+    return bool(conn.execute(statement).rowcount)
 
 
 def unqueued_stragglers(conn: Connection, *, limit: int = 1000) -> list[str]:
