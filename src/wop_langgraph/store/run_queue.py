@@ -106,12 +106,22 @@ def notify(conn: Connection, channel: str, payload: str) -> None:
 
 
 def enqueue(conn: Connection, run_id: str, *, now: datetime, running: bool = False) -> None:
-    """Queue ``run_id`` for a worker, in the caller's transaction.
+    """Queue ``run_id`` for a worker, in the caller's transaction (with its ``NOTIFY`` on
+    PostgreSQL, in the same statement).
 
     Args:
         running: also set the run's status to ``running`` (a resolution that decided its
             gate: from now on the graph is moving again).
     """
+    postgres = conn.dialect.name == "postgresql"
+    params = {"enq_run_id": run_id, "enq_now": now, "enq_channel": QUEUE_CHANNEL}
+    conn.execute(_enqueue_statement(running, postgres), params)
+
+
+@functools.cache
+def _enqueue_statement(running: bool, notify: bool) -> Any:
+    """The enqueue of one unfinished run; with ``notify``, it also sends the queue's NOTIFY."""
+    now = bindparam("enq_now", type_=_runs.c.queued_at.type)
     values: dict[str, object] = {
         "queued_at": func.coalesce(_runs.c.queued_at, now),
         "queue_version": _runs.c.queue_version + 1,
@@ -120,10 +130,14 @@ def enqueue(conn: Connection, run_id: str, *, now: datetime, running: bool = Fal
     if running:
         values["status"] = "running"
         values["current_node_id"] = None
-    conn.execute(
-        update(_runs).where(_runs.c.run_id == run_id, _runs.c.status.not_in(_TERMINAL)).values(**values)
+    statement = (
+        update(_runs)
+        .where(_runs.c.run_id == bindparam("enq_run_id"), _runs.c.status.not_in(_TERMINAL))
+        .values(**values)
     )
-    notify(conn, QUEUE_CHANNEL, run_id)
+    if notify:
+        return statement.returning(func.pg_notify(bindparam("enq_channel"), _runs.c.run_id))
+    return statement
 
 
 def created_queued(
