@@ -254,11 +254,12 @@ class Resolver:
                 rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
                 override_bypasses_quorum=bool(data.get("overrideBypassesQuorum", False)),
             )
-            set_votes(conn, current.interrupt_id, [v.as_json() for v in votes])
             if not outcome.decided:
+                set_votes(conn, current.interrupt_id, [v.as_json() for v in votes])
                 return False, None
             resolution = approval_resolution(outcome, parsed)
-            _claim_in(conn, current, resume_value, resolution, principal.subject(), now)
+            recorded = [v.as_json() for v in votes]
+            _claim_in(conn, current, resume_value, resolution, principal.subject(), now, votes=recorded)
             enqueue(conn, current.run_id, now=now, running=True)
             return True, "running"
 
@@ -294,8 +295,10 @@ def _claim_in(
     now: datetime,
     *,
     status: str = "resolved",
+    votes: list[dict[str, Any]] | None = None,
 ) -> None:
-    """Claim (pending -> resolved|expired) and append the resolution events in ``conn``.
+    """Claim (pending -> resolved|expired), with the deciding ``votes`` if given, and append
+    the resolution events in ``conn``.
 
     Raises:
         InterruptAlreadyResolved: another caller claimed it first.
@@ -333,6 +336,7 @@ def _claim_in(
         resume_value=resume_value,
         resolution=resolution,
         resolved_by=resolved_by,
+        votes=votes,
     )
     if not won:
         raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")

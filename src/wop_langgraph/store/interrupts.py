@@ -156,22 +156,43 @@ def claim(
     resume_value: Any = None,
     resolution: dict[str, Any] | None = None,
     resolved_by: dict[str, Any] | None = None,
+    votes: list[dict[str, Any]] | None = None,
 ) -> bool:
-    """Move a pending interrupt to ``status``; True for exactly one caller, False for the rest."""
+    """Move a pending interrupt to ``status``; True for exactly one caller, False for the rest.
+
+    ``votes``: the votes that decided it, recorded in the same statement.
+    """
     if status == "pending":
         raise ValueError("a claim must move the interrupt to a final status")
-    statement = (
+    params = {
+        "claim_id": interrupt_id,
+        "claim_status": status,
+        "claim_value": resume_value,
+        "claim_resolution": resolution,
+        "claim_by": resolved_by,
+        "claim_at": now,
+        "claim_votes": votes,
+    }
+    return conn.execute(_claim_statement(votes is not None), params).rowcount == 1
+
+
+@functools.cache
+def _claim_statement(with_votes: bool) -> Any:
+    """The compare-and-set ``pending -> <status>`` of one interrupt, compiled once."""
+    values = {
+        "status": bindparam("claim_status"),
+        "resume_value": bindparam("claim_value", type_=_table.c.resume_value.type),
+        "resolution": bindparam("claim_resolution", type_=_table.c.resolution.type),
+        "resolved_by": bindparam("claim_by", type_=_table.c.resolved_by.type),
+        "resolved_at": bindparam("claim_at", type_=_table.c.resolved_at.type),
+    }
+    if with_votes:
+        values["votes"] = bindparam("claim_votes", type_=_table.c.votes.type)
+    return (
         update(_table)
-        .where(_table.c.interrupt_id == interrupt_id, _table.c.status == "pending")
-        .values(
-            status=status,
-            resume_value=resume_value,
-            resolution=resolution,
-            resolved_by=resolved_by,
-            resolved_at=now,
-        )
+        .where(_table.c.interrupt_id == bindparam("claim_id"), _table.c.status == "pending")
+        .values(values)
     )
-    return conn.execute(statement).rowcount == 1
 
 
 def mark_consumed(conn: Connection, interrupt_ids: Sequence[str], *, now: datetime) -> int:
