@@ -234,6 +234,9 @@ def test_quorum_first_vote_waits_second_decides(host: WopHost) -> None:
     assert payload["decision"] == "granted"
     assert payload["resolvedBy"]["subjectId"] == "carol"
     assert count("review:past") == 1
+    # The deciding vote is recorded with the claim: the resolved gate keeps every vote.
+    (gate,) = host.interrupts(run_id)
+    assert [v["voter"] for v in gate.votes or []] == ["bob", "carol"]
 
 
 def test_repeat_vote_by_the_same_voter_is_idempotent(host: WopHost) -> None:
