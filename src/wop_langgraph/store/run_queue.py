@@ -193,14 +193,17 @@ def _take_statement() -> Any:
     )
 
 
-def _take(
+def claim_run(
     conn: Connection,
     run_id: str,
+    *,
     owner: str,
     workflow_ids: Collection[str],
     now: datetime,
     lease: timedelta,
 ) -> ClaimedRun | None:
+    """Lease ``run_id`` if it is queued, nobody holds it and its workflow is one of
+    ``workflow_ids``; ``None`` otherwise."""
     params = {
         "take_run_id": run_id,
         "workflow_ids": list(workflow_ids),
@@ -240,7 +243,9 @@ def claim_next(
     ).first()
     if candidate is None:
         return None
-    return _take(conn, str(candidate.run_id), owner, workflow_ids, now, lease)
+    return claim_run(
+        conn, str(candidate.run_id), owner=owner, workflow_ids=workflow_ids, now=now, lease=lease
+    )
 
 
 def any_claimable(conn: Connection, *, workflow_ids: Collection[str], now: datetime) -> bool:
@@ -251,20 +256,6 @@ def any_claimable(conn: Connection, *, workflow_ids: Collection[str], now: datet
         select(_runs.c.run_id).where(_claimable(now), _runs.c.workflow_id.in_(list(workflow_ids))).limit(1)
     ).first()
     return found is not None
-
-
-def claim_run(
-    conn: Connection,
-    run_id: str,
-    *,
-    owner: str,
-    workflow_ids: Collection[str],
-    now: datetime,
-    lease: timedelta,
-) -> ClaimedRun | None:
-    """Lease ``run_id`` if it is queued, nobody holds it and its workflow is one of
-    ``workflow_ids``; ``None`` otherwise."""
-    return _take(conn, run_id, owner, workflow_ids, now, lease)
 
 
 def renew(conn: Connection, owner: str, run_ids: Collection[str], *, until: datetime) -> int:
