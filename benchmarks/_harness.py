@@ -124,12 +124,17 @@ def server(
 
 @contextmanager
 def worker_processes(
-    db_url: str, count: int, *, concurrency: int = 4, args: list[str] | None = None
+    db_url: str,
+    count: int,
+    *,
+    concurrency: int = 4,
+    args: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``count`` ``wop-langgraph worker`` processes on ``db_url``, stopped on exit."""
     cmd = [sys.executable, "-m", "wop_langgraph.cli", "worker", "_graphs:WORKFLOWS", "--db", db_url]
     cmd += ["--concurrency", str(concurrency), *(args or [])]
-    processes = [subprocess.Popen(cmd, env=_env()) for _ in range(count)]
+    processes = [subprocess.Popen(cmd, env=_env(env)) for _ in range(count)]
     try:
         yield processes
     finally:

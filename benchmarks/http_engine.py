@@ -1,7 +1,8 @@
 """HTTP latency while workers are busy: a real ``wop-langgraph serve`` process (uvicorn).
 
 For each backend (SQLite; PostgreSQL with ``--postgres`` or ``$WOP_TEST_POSTGRES_URL``), one
-server with ``--workers N`` in-process worker threads:
+server with ``--workers N`` in-process worker threads (or, with ``--worker-processes K``, an
+API-only server and K ``worker`` processes of N threads each):
 
 (a) resolve: ``--clients`` runs of ``gate_then_sleep`` (an approval gate, then a node that sleeps
     ``--sleep`` seconds) are created and waited for until all wait at the gate; then as many
@@ -40,6 +41,7 @@ from _harness import (
     row,
     server,
     wait_for,
+    worker_processes,
 )
 from wop_langgraph.protocol.ids import project_id
 
@@ -110,7 +112,12 @@ def create_round(clients: list[httpx.Client], creates: int) -> list[float]:
 
 def measure(url: str, args: argparse.Namespace) -> dict[str, list[float]]:
     env = {"WOP_BENCH_SLEEP": str(args.sleep), "WOP_SWEEP_INTERVAL_SECONDS": "0"}
-    with server(url, workers=args.workers, env=env) as (base, _process):
+    # With --worker-processes the API process drives nothing: its workers run beside it.
+    in_process = 0 if args.worker_processes else args.workers
+    with (
+        server(url, workers=in_process, env=env) as (base, _process),
+        worker_processes(url, args.worker_processes, concurrency=args.workers, env=env),
+    ):
         clients = [httpx.Client(base_url=base, headers=AUTH, timeout=60) for _ in range(args.clients)]
         try:
             resolves: list[float] = []
@@ -134,6 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--creates", type=int, default=2, help="POST /runs per client per round")
     parser.add_argument("--sleep", type=float, default=2.0, help="seconds the slow node sleeps (default 2)")
     parser.add_argument("--workers", type=int, default=4, help="serve --workers (default 4)")
+    parser.add_argument(
+        "--worker-processes",
+        type=int,
+        default=0,
+        help="serve --workers 0 and run this many `worker` processes (--concurrency WORKERS) instead",
+    )
     parser.add_argument("--timeout", type=float, default=120.0, help="bound on each wait for runs")
     parser.add_argument("--postgres", default=os.environ.get(POSTGRES_ENV))
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default=None, help="only this one")
@@ -147,9 +160,14 @@ def main(argv: list[str] | None = None) -> int:
                 p99 = percentile(ms, 0.99)
                 verdict = "meets" if p99 <= TARGET_MS else "ABOVE"
                 results.append([f"{backend} {name}", len(ms), p50(ms), p99, max(ms), verdict])
+    where = (
+        f"serve --workers 0 + {args.worker_processes} worker processes of {args.workers}"
+        if args.worker_processes
+        else f"serve --workers {args.workers}"
+    )
     print(
-        f"HTTP latency with busy workers: {args.clients} concurrent clients, serve --workers "
-        f"{args.workers}, slow node {args.sleep:g} s, target p99 <= {TARGET_MS:.0f} ms"
+        f"HTTP latency with busy workers: {args.clients} concurrent clients, {where}, "
+        f"slow node {args.sleep:g} s, target p99 <= {TARGET_MS:.0f} ms"
     )
     print(row(["backend / request", "samples", "p50 ms", "p99 ms", "max ms", "target"], widths))
     for cells in results:
