@@ -405,7 +405,7 @@ def main(argv: Sequence[str]) -> int:
     print(snapshot["runId"], flush=True)
     if mode == "kill-after-claim":
 
-        def die(self: Executor, run_id: str, claimed: object) -> None:
+        def die(self: Executor, run_id: str, claimed: object, hold: object = None) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
         Executor.drive_claimed = die  # type: ignore[method-assign]

@@ -197,8 +197,11 @@ class GraphDriver:
         pending: list[InterruptRecord] = []
         saved = None
         if claimed is None or not claimed.fresh:  # a run created by this claim has neither yet
-            with reading(self.engine) as conn:
-                undelivered, pending = open_work(conn, self.run_id)
+            if claimed is not None and claimed.work is not None:
+                undelivered, pending = claimed.work  # read where the claim was taken
+            else:
+                with reading(self.engine) as conn:
+                    undelivered, pending = open_work(conn, self.run_id)
             saved = self.graph.checkpointer.get_tuple(config)  # type: ignore[union-attr]
         # Tasks of the saved step that finished already: LangGraph streams their start, but
         # does not run them again.

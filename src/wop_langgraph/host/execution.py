@@ -178,7 +178,7 @@ class Executor:
         at_rest, rested, same_drive = False, None, False
         try:
             if claimed.workflow_id not in self.registry:  # (claims filter by workflow already)
-                self._release(claim, signal)  # another host, with that workflow, will take it
+                self.release(claim, signal)  # another host, with that workflow, will take it
                 return False, None
             driver = self._driver(claimed, signal)
             # The claim (or the insert that created the run leased) started the first pass and
@@ -188,7 +188,7 @@ class Executor:
                 outcome = driver.drive_pass(claimed.inputs)
             at_rest, rested = outcome is Pass.IDLE, driver.rested
         except BaseException:
-            self._release(claim, signal)
+            self.release(claim, signal)
             raise
         finally:
             self._unhold(claim.run_id, signal)
@@ -334,7 +334,7 @@ class Executor:
         except RunLogClosed:
             return  # the run ended meanwhile: nothing is appended after its terminal event
 
-    def _release(self, claim: Claim, hold: DriveSignal) -> None:
+    def release(self, claim: Claim, hold: DriveSignal) -> None:
         """Hand the run back to the queue: another worker (woken) or a later call drives it."""
         self._unhold(claim.run_id, hold)
         with self.engine.begin() as conn:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine
 
@@ -50,7 +50,18 @@ from wop_langgraph.store.interrupts import (
 from wop_langgraph.store.run_queue import enqueue
 from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
 
-__all__ = ["IDEMPOTENCY_KEY_PATTERN", "Resolver"]
+__all__ = ["IDEMPOTENCY_KEY_PATTERN", "EnqueueHook", "Resolver"]
+
+
+class EnqueueHook(Protocol):
+    """What a caller does where a resolution queues the run (to drive it without a claim)."""
+
+    def queued(self, conn: Connection, run_id: str) -> None:
+        """Inside the transaction that queued ``run_id`` (it may still roll back)."""
+
+    def committed(self) -> None:
+        """Right after that transaction committed (never called if it rolled back)."""
+
 
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"^[A-Za-z0-9._~-]{22,128}$")
 _RESOLVED_ALIAS = {
@@ -101,10 +112,14 @@ class Resolver:
         *,
         idempotency_key: str | None = None,
         key: str | None = None,
+        hook: EnqueueHook | None = None,
     ) -> dict[str, Any]:
-        """Resolve or vote; honours ``idempotency_key`` (a replay returns the first response)."""
+        """Resolve or vote; honours ``idempotency_key`` (a replay returns the first response).
+
+        ``hook`` is told where the deciding transaction queues the run, and when it commits.
+        """
         if idempotency_key is None:
-            return self._resolve(run_id, node_id, resume_value, principal, key)
+            return self._resolve(run_id, node_id, resume_value, principal, key, hook)
         if not IDEMPOTENCY_KEY_PATTERN.match(idempotency_key):
             raise IdempotencyKeyInvalid("Idempotency-Key must match ^[A-Za-z0-9._~-]{22,128}$")
         scope = principal.tenant
@@ -126,7 +141,7 @@ class Resolver:
         if started.outcome is idempotency.BeginOutcome.IN_FLIGHT:
             raise IdempotencyInFlight("a request with this Idempotency-Key is still being processed")
         try:
-            result = self._resolve(run_id, node_id, resume_value, principal, key)
+            result = self._resolve(run_id, node_id, resume_value, principal, key, hook)
         except WopError as exc:
             with engine.begin() as conn:
                 if exc.code in _NOT_CACHED or exc.status >= 500:
@@ -158,7 +173,13 @@ class Resolver:
         return result
 
     def _resolve(
-        self, run_id: str, node_id: str, resume_value: Any, principal: Principal, key: str | None
+        self,
+        run_id: str,
+        node_id: str,
+        resume_value: Any,
+        principal: Principal,
+        key: str | None,
+        hook: EnqueueHook | None,
     ) -> dict[str, Any]:
         if tenant_of(run_id) != principal.tenant:
             raise IdTenantMismatch("the run id names another tenant than the caller's")
@@ -189,7 +210,7 @@ class Resolver:
             check_eligible(
                 payload["data"], principal, ref_kinds=self._s.ref_kinds, membership=self._s.membership
             )
-        decided, status = self._decide(target, parsed, resume_value, principal)
+        decided, status = self._decide(target, parsed, resume_value, principal, hook)
         if decided:
             self._s.on_enqueued(run_id)
         if status == "timed-out":
@@ -216,6 +237,7 @@ class Resolver:
         parsed: ApprovalResume | None,
         resume_value: Any,
         principal: Principal,
+        hook: EnqueueHook | None = None,
     ) -> tuple[bool, str | None]:
         """Time out, vote or claim, in one transaction under the interrupt's row lock.
 
@@ -227,41 +249,56 @@ class Resolver:
         minted for): nothing in the resume value confers identity.
         """
         with self._s.engine.begin() as conn:
-            now = self._s.clock()
-            current = lock_interrupt(conn, target.interrupt_id)
-            if current is None or not current.is_pending:
-                raise InterruptAlreadyResolved("the interrupt was resolved meanwhile")
-            if current.deadline is not None and as_utc(now) >= as_utc(current.deadline):
-                _time_out(conn, current, now)
-                enqueue(conn, current.run_id, now=now, running=True)
-                return True, "timed-out"
-            if parsed is not None and parsed.action == "ask":
-                return False, None  # a question decides nothing (a late one timed out above)
-            if parsed is None:
-                _claim_in(conn, current, resume_value, {}, principal.subject(), now)
-                enqueue(conn, current.run_id, now=now, running=True)
-                return True, "running"
-            data = current.payload["data"]
-            voter = principal.subject_id
-            votes = [Vote.from_json(v) for v in current.votes or []]
-            if any(v.voter == voter for v in votes):
-                return False, None  # one vote per person: a repeat changes nothing
-            override = principal.can_override and bool(data.get("overrideBypassesQuorum"))
-            votes.append(Vote(voter=voter, action=parsed.action, override=override))
-            outcome = tally(
-                votes,
-                required_approvals=int(data.get("requiredApprovals", 1)),
-                rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
-                override_bypasses_quorum=bool(data.get("overrideBypassesQuorum", False)),
-            )
-            if not outcome.decided:
-                set_votes(conn, current.interrupt_id, [v.as_json() for v in votes])
-                return False, None
-            resolution = approval_resolution(outcome, parsed)
-            recorded = [v.as_json() for v in votes]
-            _claim_in(conn, current, resume_value, resolution, principal.subject(), now, votes=recorded)
-            enqueue(conn, current.run_id, now=now, running=True)
+            decided = self._decide_in(conn, target, parsed, resume_value, principal, hook)
+        if decided[0] and hook is not None:
+            hook.committed()
+        return decided
+
+    def _decide_in(
+        self,
+        conn: Connection,
+        target: InterruptRecord,
+        parsed: ApprovalResume | None,
+        resume_value: Any,
+        principal: Principal,
+        hook: EnqueueHook | None,
+    ) -> tuple[bool, str | None]:
+        """:meth:`_decide` inside its transaction."""
+        now = self._s.clock()
+        current = lock_interrupt(conn, target.interrupt_id)
+        if current is None or not current.is_pending:
+            raise InterruptAlreadyResolved("the interrupt was resolved meanwhile")
+        if current.deadline is not None and as_utc(now) >= as_utc(current.deadline):
+            _time_out(conn, current, now)
+            _enqueue(conn, current.run_id, now, hook)
+            return True, "timed-out"
+        if parsed is not None and parsed.action == "ask":
+            return False, None  # a question decides nothing (a late one timed out above)
+        if parsed is None:
+            _claim_in(conn, current, resume_value, {}, principal.subject(), now)
+            _enqueue(conn, current.run_id, now, hook)
             return True, "running"
+        data = current.payload["data"]
+        voter = principal.subject_id
+        votes = [Vote.from_json(v) for v in current.votes or []]
+        if any(v.voter == voter for v in votes):
+            return False, None  # one vote per person: a repeat changes nothing
+        override = principal.can_override and bool(data.get("overrideBypassesQuorum"))
+        votes.append(Vote(voter=voter, action=parsed.action, override=override))
+        outcome = tally(
+            votes,
+            required_approvals=int(data.get("requiredApprovals", 1)),
+            rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
+            override_bypasses_quorum=bool(data.get("overrideBypassesQuorum", False)),
+        )
+        if not outcome.decided:
+            set_votes(conn, current.interrupt_id, [v.as_json() for v in votes])
+            return False, None
+        resolution = approval_resolution(outcome, parsed)
+        recorded = [v.as_json() for v in votes]
+        _claim_in(conn, current, resume_value, resolution, principal.subject(), now, votes=recorded)
+        _enqueue(conn, current.run_id, now, hook)
+        return True, "running"
 
     def sweep(self, now: datetime) -> int:
         """Time out expired pending interrupts (see ``WopHost.sweep``); returns how many."""
@@ -278,6 +315,12 @@ class Resolver:
             timed_out += 1
             self._s.on_enqueued(record.run_id)
         return timed_out
+
+
+def _enqueue(conn: Connection, run_id: str, now: datetime, hook: EnqueueHook | None) -> None:
+    enqueue(conn, run_id, now=now, running=True)
+    if hook is not None:
+        hook.queued(conn, run_id)
 
 
 def _time_out(conn: Connection, target: InterruptRecord, now: datetime) -> None:

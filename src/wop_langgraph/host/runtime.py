@@ -10,6 +10,7 @@ claim, the queue's leases and LangGraph's strict resume, never from memory.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -21,7 +22,7 @@ from sqlalchemy import Connection, Engine, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.adapters.policy import ApprovalPolicy
-from wop_langgraph.host.driver import jsonable
+from wop_langgraph.host.driver import DriveSignal, jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, RunOptions, run_option
 from wop_langgraph.host.fork import fork_run
 from wop_langgraph.host.principal import MembershipResolver, Principal
@@ -38,7 +39,7 @@ from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
-from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
+from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run, open_work
 from wop_langgraph.store.run_queue import (
     CANCEL_CHANNEL,
     QUEUE_CHANNEL,
@@ -411,18 +412,30 @@ class WopHost:
         returned status is the run's once it is at rest again. See
         :class:`~wop_langgraph.host.resolver.Resolver` for the contract.
         """
+        # A caller that waits takes the lease where the decision queues the run, and drives it
+        # without a claim of its own.
+        lease = _LeaseAtDecision(self.executor) if wait else None
         try:
             result = self._resolver.resolve(
-                run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key
+                run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key, hook=lease
             )
         except InterruptAlreadyResolved as exc:
-            if wait and (exc.details or {}).get("reason") == "timeout":
-                self.executor.drive_until_idle(run_id)  # the late answer timed the gate out here
+            if lease is not None and (exc.details or {}).get("reason") == "timeout":
+                # The late answer timed the gate out here: drive the run on past it.
+                self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
+            elif lease is not None:
+                lease.hand_back()
             raise
-        if wait and result["status"] == "running":
-            rested = self.executor.drive_claimed(run_id, None)
+        except BaseException:
+            if lease is not None:
+                lease.hand_back()
+            raise
+        if lease is not None and result["status"] == "running":
+            rested = self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
             status = rested.status if rested is not None else self.snapshot(run_id)["status"]
             result = {**result, "status": status}
+        elif lease is not None:
+            lease.hand_back()  # not expected: the lease is taken only where the run is queued
         return result
 
     def sweep(self, now: datetime | None = None, *, wait: bool = True) -> int:
@@ -558,3 +571,34 @@ def _snapshot_of(row: Any) -> dict[str, Any]:
     if row.completed_at is not None:
         snap["completedAt"] = iso_z(row.completed_at)
     return snap
+
+
+class _LeaseAtDecision:
+    """Takes a run's lease in the transaction that queues it (an ``EnqueueHook``).
+
+    The claim counts only once that transaction has committed: only then is it held
+    (``Executor.adopt``: renewed, reachable by cancel) and handed to the drive. A claim made
+    in a transaction that rolled back never existed, and nothing is released for it.
+    """
+
+    def __init__(self, executor: Executor) -> None:
+        self._executor = executor
+        self._taken: ClaimedRun | None = None
+        self.claimed: ClaimedRun | None = None
+        self.hold: DriveSignal | None = None
+
+    def queued(self, conn: Connection, run_id: str) -> None:
+        taken = self._executor.claim_in(conn, run_id)
+        if taken is not None:  # with the work the drive is to deliver, read here too
+            self._taken = dataclasses.replace(taken, work=open_work(conn, run_id))
+
+    def committed(self) -> None:
+        if self._taken is not None:
+            self.hold = self._executor.adopt(self._taken.claim)
+            self.claimed, self._taken = self._taken, None
+
+    def hand_back(self) -> None:
+        """Release a committed claim the caller will not drive (it failed after the commit)."""
+        if self.claimed is not None and self.hold is not None:
+            self._executor.release(self.claimed.claim, self.hold)
+            self.claimed = self.hold = None

@@ -35,6 +35,7 @@ from sqlalchemy import (
     update,
 )
 
+from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.run_tables import runs_table
 
 __all__ = [
@@ -88,7 +89,9 @@ class ClaimedRun:
 
     ``status`` is the run's after the claim: a ``pending`` run is ``running`` from its claim
     on. ``fresh``: the run was created with this claim, so it has no checkpoint and no
-    interrupt yet (its first pass reads neither).
+    interrupt yet (its first pass reads neither). ``work``: the run's open work (as
+    :func:`~wop_langgraph.store.interrupts.open_work` returns it), read in the transaction that
+    took the claim, for the first pass not to read it again.
     """
 
     claim: Claim
@@ -97,6 +100,7 @@ class ClaimedRun:
     inputs: Any
     configurable: Any
     fresh: bool = False
+    work: tuple[list[InterruptRecord], list[InterruptRecord]] | None = None
 
 
 def notify(conn: Connection, channel: str, payload: str) -> None:
