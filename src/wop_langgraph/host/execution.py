@@ -139,13 +139,17 @@ class Executor:
     def adopt(self, claim: Claim) -> DriveSignal:
         """Hold ``claim`` until this process drives it; returns the hold (pass it to the drive).
 
-        From now on the lease is renewed and a cancellation reaches the drive: call it where
-        the lease is taken, before its transaction commits.
+        From now on the lease is renewed and a cancellation reaches the drive: call it as soon
+        as the lease is taken (for a run inserted leased, inside the inserting transaction).
         """
         signal = DriveSignal()
         with self._guard:
             self._active[claim.run_id] = signal  # a drive of it that is ending drops only its own
-        self._ensure_keeper()
+        try:
+            self._ensure_keeper()
+        except BaseException:
+            self._unhold(claim.run_id, signal)
+            raise
         return signal
 
     def forget(self, claim: Claim, hold: DriveSignal) -> None:

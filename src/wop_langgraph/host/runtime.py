@@ -578,7 +578,9 @@ class _LeaseAtDecision:
 
     The claim counts only once that transaction has committed: only then is it held
     (``Executor.adopt``: renewed, reachable by cancel) and handed to the drive. A claim made
-    in a transaction that rolled back never existed, and nothing is released for it.
+    in a transaction that rolled back never existed, and nothing is released for it. (If the
+    commit's outcome is unknown, a lost connection, the claim is not held: the lease runs out
+    and a worker continues the run.)
     """
 
     def __init__(self, executor: Executor) -> None:
