@@ -291,11 +291,11 @@ class Resolver:
             rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
             override_bypasses_quorum=bool(data.get("overrideBypassesQuorum", False)),
         )
+        recorded = [v.as_json() for v in votes]
         if not outcome.decided:
-            set_votes(conn, current.interrupt_id, [v.as_json() for v in votes])
+            set_votes(conn, current.interrupt_id, recorded)
             return False, None
         resolution = approval_resolution(outcome, parsed)
-        recorded = [v.as_json() for v in votes]
         _claim_in(conn, current, resume_value, resolution, principal.subject(), now, votes=recorded)
         _enqueue(conn, current.run_id, now, hook)
         return True, "running"
