@@ -560,15 +560,16 @@ class GraphDriver:
         now = self.clock()
         params = {
             "end_run_id": self.run_id,
+            "end_owner": claim.owner,
             "end_status": status,
             "end_outputs": outputs,
             "end_error": error,
             "end_node": failed_node if status == "failed" else None,
             "end_now": now,
         }
-        self.rested = conn.execute(_end_statement(), params).first()
-        _dequeue(conn, claim)
+        self.rested = conn.execute(_end_statement(), params).first()  # out of the queue too
         if self.rested is None:
+            _dequeue(conn, claim)
             return  # cancelled meanwhile: the cancellation already wrote the terminal event
         if status == "completed":
             event = NewEvent("run.completed", {"outputs": outputs or {}})
@@ -703,8 +704,10 @@ def _rest_statement() -> Any:
 
 @functools.cache
 def _end_statement() -> Any:
-    """The run ends (unless it ended already: a cancellation that came first)."""
+    """The run ends (unless it ended already: a cancellation that came first) and, if this
+    drive holds its lease, leaves the queue (as :func:`_dequeue`) in the same statement."""
     now = bindparam("end_now", type_=runs_table.c.updated_at.type)
+    held = runs_table.c.lease_owner == bindparam("end_owner")
     return (
         update(runs_table)
         .where(runs_table.c.run_id == bindparam("end_run_id"), runs_table.c.status.not_in(TERMINAL_STATUSES))
@@ -715,6 +718,9 @@ def _end_statement() -> Any:
             current_node_id=bindparam("end_node"),
             updated_at=now,
             completed_at=now,
+            queued_at=case((held, None), else_=runs_table.c.queued_at),
+            lease_owner=case((held, None), else_=runs_table.c.lease_owner),
+            lease_until=case((held, None), else_=runs_table.c.lease_until),
         )
         .returning(*runs_table.c)
     )

@@ -86,10 +86,13 @@ class _ForkLookup:
         if run_id in self._known:
             return self._known[run_id]
         found = fork_of(conn, run_id)
+        self._remember(run_id, found)
+        return found
+
+    def _remember(self, run_id: str, found: ForkRecord | None) -> None:
         if len(self._known) > 10_000:
             self._known.clear()
         self._known[run_id] = found
-        return found
 
 
 class ForkAwareRecorder(InterruptRecorder):
@@ -106,6 +109,10 @@ class ForkAwareRecorder(InterruptRecorder):
         self._forks = _ForkLookup()
         self._quiet = threading.local()
         self.on_requested = _QuietHooks(self._quiet)
+
+    def created_unforked(self, run_id: str) -> None:
+        """``run_id`` was created as a plain run: it has no fork row, and never will."""
+        self._forks._remember(run_id, None)
 
     def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
         fork = self._forks.get(conn, batch.thread_id)

@@ -97,6 +97,7 @@ class WopHost:
         self.clock = clock
         recorder = ForkAwareRecorder(clock)  # InterruptRecorder + replay forks' recorded answers
         saver.recorder = recorder
+        self._recorder = recorder
         self.engine: Engine = saver.engine
         self.registry = GraphRegistry(saver)
         recorder.approval_policy = self.registry.approval_policy
@@ -229,6 +230,7 @@ class WopHost:
         require_storable(inputs_doc, "/inputs")
         require_storable({"metadata": metadata, "configurable": configurable, "tags": tags}, "")
         run_id = mint_tenant_id(owner.tenant)
+        self._recorder.created_unforked(run_id)  # its interrupts need not look for a fork row
         now = self.clock()
         owner_doc = {"tenant": owner.tenant, "subject": owner.subject()}
         started: dict[str, Any] = {"workflowId": workflow_id, "owner": owner_doc}
