@@ -10,6 +10,10 @@ node -> resolve -> the run completes; every call waits for the run to be at rest
   ``interrupt()`` then ``graph.invoke(Command(resume=...))``, with LangGraph's savers at their
   defaults (``SqliteSaver(sqlite3.connect(file, check_same_thread=False))``,
   ``PostgresSaver.from_conn_string(url)``).
+* ``LangGraph+SQLModelSaver[sqlite]`` / ``[postgres]`` (the floor, not a target): the same
+  LangGraph cycle on our saver with no host and no recorder. Its ratio to LangGraph's saver is
+  what the saver costs; the rest of WopHost's gap is what the host records (runs, interrupts,
+  events) and how.
 
 Both sides run the same compiled graph (prepare -> approve -> finish; ``approve`` calls
 ``request_approval``, which is LangGraph's ``interrupt()`` outside the host). The four are
@@ -51,11 +55,23 @@ from sqlalchemy.pool import Pool
 from _graphs import WORKFLOWS, approval_builder
 from _harness import POSTGRES_ENV, database
 from wop_langgraph.host import Principal, WopHost
+from wop_langgraph.store import SQLModelSaver
 
 ALICE = Principal("acme", "alice", frozenset({"runs:create", "runs:read", "approvals:respond"}))
 PAIRS = {
     "WopHost[sqlite] / LangGraph+SqliteSaver": ("WopHost[sqlite]", "LangGraph+SqliteSaver"),
     "WopHost[postgres] / LangGraph+PostgresSaver": ("WopHost[postgres]", "LangGraph+PostgresSaver"),
+}
+#: For reading the gap, not targets: LangGraph's own cycle on our saver (no host, no recorder).
+FLOOR_PAIRS = {
+    "LangGraph+SQLModelSaver[sqlite] / LangGraph+SqliteSaver": (
+        "LangGraph+SQLModelSaver[sqlite]",
+        "LangGraph+SqliteSaver",
+    ),
+    "LangGraph+SQLModelSaver[postgres] / LangGraph+PostgresSaver": (
+        "LangGraph+SQLModelSaver[postgres]",
+        "LangGraph+PostgresSaver",
+    ),
 }
 Cycle = Callable[[], None]
 _LITERAL = re.compile(r"'[^']*'|\b\d+\b")
@@ -106,6 +122,11 @@ def _contenders(workdir: Path, postgres: str | None) -> Iterator[dict[str, Cycle
         sqlite_saver.setup()
         sqlite_graph = approval_builder().compile(checkpointer=sqlite_saver)
         cycles["LangGraph+SqliteSaver"] = _langgraph_cycle(sqlite_graph)
+        ours = SQLModelSaver.from_url(f"sqlite:///{workdir / 'floor.db'}")
+        ours.setup()
+        stack.callback(ours.close)
+        floor_graph = approval_builder().compile(checkpointer=ours)
+        cycles["LangGraph+SQLModelSaver[sqlite]"] = _langgraph_cycle(floor_graph)
 
         if postgres:
             from langgraph.checkpoint.postgres import PostgresSaver
@@ -119,6 +140,11 @@ def _contenders(workdir: Path, postgres: str | None) -> Iterator[dict[str, Cycle
             pg_saver.setup()
             graph = approval_builder().compile(checkpointer=pg_saver)
             cycles["LangGraph+PostgresSaver"] = _langgraph_cycle(graph)
+            ours_pg = SQLModelSaver.from_url(stack.enter_context(database("postgres", postgres)))
+            ours_pg.setup()
+            stack.callback(ours_pg.close)
+            floor_pg_graph = approval_builder().compile(checkpointer=ours_pg)
+            cycles["LangGraph+SQLModelSaver[postgres]"] = _langgraph_cycle(floor_pg_graph)
         yield cycles
 
 
@@ -139,12 +165,15 @@ def measure(cycles: dict[str, Cycle], iterations: int, rounds: int, warmup: int)
         for name in names[r % len(names) :] + names[: r % len(names)]:
             samples[name].append(_rate(cycles[name], iterations))
     rates = {name: statistics.median(s) for name, s in samples.items()}
-    ratios = {
-        label: statistics.median(x / y for x, y in zip(samples[a], samples[b], strict=True))
-        for label, (a, b) in PAIRS.items()
-        if a in samples and b in samples
-    }
-    return {"rates": rates, "ratios": ratios}
+
+    def ratios(pairs: dict[str, tuple[str, str]]) -> dict[str, float]:
+        return {
+            label: statistics.median(x / y for x, y in zip(samples[a], samples[b], strict=True))
+            for label, (a, b) in pairs.items()
+            if a in samples and b in samples
+        }
+
+    return {"rates": rates, "ratios": ratios(PAIRS), "floor": ratios(FLOOR_PAIRS)}
 
 
 # -- profile ----------------------------------------------------------------------------------
@@ -278,10 +307,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.rounds} interleaved rounds of {args.iterations} cycles"
         )
         for name, rate in report["rates"].items():
-            print(f"  {name:28s} {rate:8.1f}")
+            print(f"  {name:34s} {rate:8.1f}")
         for label, ratio in report["ratios"].items():
             verdict = "meets" if ratio >= 1.0 else "BELOW"
             print(f"  {label:45s} {ratio:5.2f}x  ({verdict} the 1.0x target)")
+        print("  floor (LangGraph's own cycle on our saver, no host; what the host adds is the rest):")
+        for label, ratio in report["floor"].items():
+            print(f"  {label:58s} {ratio:5.2f}x")
         if args.profile:
             for name in ("WopHost[sqlite]", "WopHost[postgres]"):
                 if name in cycles:

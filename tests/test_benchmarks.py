@@ -48,6 +48,7 @@ def test_full_path_benchmark_reports_ratios_and_a_profile() -> None:
         "--profile-cycles", "1", "--top", "3",
     )  # fmt: skip
     assert "WopHost[sqlite] / LangGraph+SqliteSaver" in out
+    assert "LangGraph+SQLModelSaver[sqlite] / LangGraph+SqliteSaver" in out  # the floor
     assert "profile: WopHost[sqlite]" in out and "statements/cycle" in out
     if POSTGRES:
         assert "WopHost[postgres] / LangGraph+PostgresSaver" in out
