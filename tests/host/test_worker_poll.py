@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 from tests.host._graphs import ALICE, approval_graph
 from tests.host._support import HostFactory
@@ -77,5 +78,36 @@ def test_idle_workers_leave_the_polling_to_one_poller(make_host: HostFactory) ->
             readers.clear()
         until(lambda: seen().count("wop-poll") >= 5, what="five idle polls")
         assert set(seen()) == {"wop-poll"}
+    finally:
+        host.stop_workers()
+
+
+def test_a_lease_of_a_dead_local_process_is_reaped_and_announced(make_host: HostFactory) -> None:
+    # A process of this machine died holding a long lease (a restart after a crash): the reap
+    # frees it at once and announces the run, so an idle worker that never polls drives it.
+    import subprocess
+    import sys
+
+    from sqlalchemy import update
+
+    from wop_langgraph.store.run_tables import runs_table
+
+    host = make_host()
+    host.register("approval", approval_graph())
+    run_id = host.create_run("approval", {}, owner=ALICE, wait=False)["runId"]
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead_owner = host.executor.owner.rsplit(":", 2)[0] + f":{int(gone.stdout)}:0123456789ab"
+    with host.engine.begin() as conn:  # leased for an hour to the exited process
+        conn.execute(
+            update(runs_table)
+            .where(runs_table.c.run_id == run_id)
+            .values(lease_owner=dead_owner, lease_until=host.clock() + timedelta(hours=1))
+        )
+    host.start_workers(2, poll_seconds=0, sweep_seconds=0)  # no poller: only an announcement helps
+    try:
+        time.sleep(0.3)
+        assert host.snapshot(run_id)["status"] == "pending"  # the lease still holds it
+        assert host.executor.reap_dead_local_leases() == 1
+        until(lambda: host.snapshot(run_id)["status"] == "waiting-approval", what="the reaped run")
     finally:
         host.stop_workers()

@@ -272,13 +272,23 @@ class Executor:
                 )
             ]
         dead = [o for o in owners if o != self.owner and not _process_alive(o)]
-        if dead:
-            with self.engine.begin() as conn:
-                conn.execute(
+        if not dead:
+            return 0
+        with self.engine.begin() as conn:
+            freed = [
+                str(run_id)
+                for (run_id,) in conn.execute(
                     update(runs_table)
                     .where(runs_table.c.lease_owner.in_(dead))
                     .values(lease_owner=None, lease_until=None)
+                    .returning(runs_table.c.run_id)
                 )
+            ]
+            for run_id in freed:  # announced like a released lease: workers need not poll for it
+                notify(conn, QUEUE_CHANNEL, run_id)
+        for run_id in freed:
+            for listener in self.on_release:
+                listener(run_id)
         return len(dead)
 
     def cancel_local(self, run_id: str) -> None:
