@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 from typing import Annotated, Any
 
 from langgraph.config import get_config
@@ -30,6 +29,7 @@ from pydantic import BeforeValidator, WithJsonSchema
 from wop_langgraph._clock import utcnow
 from wop_langgraph.nodes._context import NodeCall
 from wop_langgraph.nodes._delivery import Delivery
+from wop_langgraph.nodes._once import warn_once
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
 from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally
@@ -53,8 +53,6 @@ MAX_KEY_LENGTH = 256
 _SCRATCHPAD_KEY = "__pregel_scratchpad"
 
 _log = logging.getLogger("wop_langgraph.nodes")
-_noted: set[tuple[str, str]] = set()
-_noted_lock = threading.Lock()
 
 
 def note_host_only(node_id: str, feature: str, message: str) -> None:
@@ -63,11 +61,8 @@ def note_host_only(node_id: str, feature: str, message: str) -> None:
     For what plain LangGraph can carry but not honour (a timeout, a token profile): the call
     goes on, and says so, rather than silently doing less.
     """
-    with _noted_lock:
-        if (node_id, feature) in _noted:
-            return
-        _noted.add((node_id, feature))
-    _log.warning("node %r: %s (enforced by WopHost only)", node_id, message)
+    key = ("host-only", node_id, feature)
+    warn_once(_log, key, "node %r: %s (enforced by WopHost only)", node_id, message)
 
 
 def plain_key(call: NodeCall, position: int) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,6 +13,7 @@ from langgraph.types import Command
 
 from wop_langgraph.nodes._context import NodeCall, current_call
 from wop_langgraph.nodes._delivery import Delivery
+from wop_langgraph.nodes._once import warn_once
 from wop_langgraph.nodes._suspend import PROFILES, suspend
 from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, ValidationError
 
@@ -22,8 +22,6 @@ __all__ = ["ApprovalDecision", "request_approval"]
 DEFAULT_ACTIONS = ("accept", "reject")
 
 _log = logging.getLogger("wop_langgraph.nodes.approval")
-_warned_nodes: set[str] = set()
-_warned_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -185,11 +183,9 @@ def _refuse_host_only(
 
 
 def _warn_once(node_id: str) -> None:
-    with _warned_lock:
-        if node_id in _warned_nodes:
-            return
-        _warned_nodes.add(node_id)
-    _log.warning(
+    warn_once(
+        _log,
+        ("on_timeout=approve", node_id),
         "request_approval(on_timeout='approve') at node %r: a timeout never grants, so the gate is "
         "emitted with onTimeout 'reject' (pass on_timeout='reject' to silence this)",
         node_id,
