@@ -25,7 +25,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -38,6 +38,7 @@ from langgraph.types import Command
 from sqlalchemy import Connection, Engine, bindparam, case, select, update
 
 from wop_langgraph.adapters import is_bare, to_node_value
+from wop_langgraph.host.deferred_starts import DeferredStarts, Taken
 from wop_langgraph.host.errors_public import public_error
 from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.nodes._context import (
@@ -158,6 +159,8 @@ class GraphDriver:
     recursion_limit: int | None = None
     is_async: bool = False
     signal: DriveSignal = field(default_factory=DriveSignal)
+    #: Node starts of this drive not logged yet (shared with what the run's nodes emit).
+    starts: DeferredStarts | None = None
     _tasks: _PassTasks | None = field(default=None, init=False, repr=False)
     #: While streaming with our recorder: the node tasks whose ends the saver records.
     _ends: _TaskEnds | None = field(default=None, init=False, repr=False)
@@ -168,9 +171,29 @@ class GraphDriver:
     #: The run's row (its snapshot columns) as the pass that put it to rest left it, if one did.
     rested: Any = field(default=None, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        if self.starts is None:
+            self.starts = DeferredStarts(self.engine, self.run_id)
+
     @property
     def run_id(self) -> str:
         return self.context.run_id
+
+    @property
+    def _starts(self) -> DeferredStarts:
+        assert self.starts is not None  # set in __post_init__
+        return self.starts
+
+    def starts_done(self) -> None:
+        """The drive is over: log what a pass still holds (a task that ended without writes
+        after the pass settled cannot exist, so normally nothing), then stop holding."""
+        if self._starts.holding() and not self.signal.stop.is_set():
+            self._starts.flush()
+        self._starts.close()
+
+    def _logging(self) -> AbstractContextManager[Connection]:
+        """A write transaction of this drive, which logs the held node starts first."""
+        return self._starts.logging()
 
     def drive_pass(self, first_input: Any, *, claimed: ClaimedRun | None = None) -> Pass:
         """One pass: find the work, stream the graph over it, settle the run.
@@ -222,7 +245,7 @@ class GraphDriver:
             # Delivered before a crash: LangGraph consumed these already; continue from there.
             still_pending = set(getattr(exc, "pending_ids", ()) or ())
             consumed = [r.interrupt_id for r in undelivered if r.lg_interrupt_id not in still_pending]
-            with self.engine.begin() as conn:
+            with self._logging() as conn:
                 mark_consumed(conn, consumed or [r.interrupt_id for r in undelivered], now=self.clock())
             return Pass.AGAIN
         except (RunLogClosed, asyncio.CancelledError):
@@ -233,7 +256,7 @@ class GraphDriver:
             return self._stopped(claim, undelivered)
         if failure is not None:
             error, failed_node = failure
-            with self.engine.begin() as conn:
+            with self._logging() as conn:
                 self._mark_consumed(conn, undelivered)
                 self._finish(
                     conn,
@@ -292,6 +315,7 @@ class GraphDriver:
             with recorder.task_writes(self.run_id, self._ends):
                 yield
         finally:
+            self._ends.close()
             self._ends = None
 
     def _node_of(self, batch: WriteBatch) -> str | None:
@@ -315,9 +339,8 @@ class GraphDriver:
         error = next((value for channel, value in writes if channel == "__error__"), None)
         if isinstance(error, asyncio.CancelledError):
             return  # the run was cancelled: nothing goes after its terminal event
-        event = self._end_event(name, batch.task_id, error, _single_writes(writes))
-        stable = _stable_event_id(self.run_id, batch.task_id, event.type)
-        event = NewEvent(event.type, event.payload, node_id=event.node_id, event_id=stable)
+        ended = self._end_event(name, batch.task_id, error, _single_writes(writes))
+        event = self._stable(ended, batch.task_id)
         with suppress(RunLogClosed):  # cancelled meanwhile
             append_event_once(conn, self.run_id, event, now=self.clock())
 
@@ -424,11 +447,11 @@ class GraphDriver:
             # finished or suspended in this pass, only before it (a pending interrupt of it).
             if any(p.task_id == task_id or p.node_id.startswith(name + ".") for p in self._pending_at_start):
                 return
-            with one_statement(self.engine) as conn, conn.begin():
-                self._open_execution(conn, task_id, name, tasks)  # one append (once)
+            # Logged by the next transaction of the run (usually the one of the task's writes).
+            self._starts.hold(self._execution_event(task_id, name, tasks), self.clock())
             return
         closed = [_stable_event_id(self.run_id, task_id, kind) for kind in ("node.completed", "node.failed")]
-        with self.engine.begin() as conn:
+        with self._logging() as conn:
             # Taken in the order the recorder takes it: its suspension of this task is either
             # committed and seen below, or appended after what this opens.
             conn.execute(
@@ -445,10 +468,12 @@ class GraphDriver:
                 # The calling node's copy of a call task's interrupt carries the caller's task id.
                 if own or (is_call and pending.node_id == name and pending.task_id in caller_ids):
                     return  # it suspended before its start was streamed: the suspension closed it
-            self._open_execution(conn, task_id, name, tasks)
+            opened = self._execution_event(task_id, name, tasks)
+            append_event_once(conn, self.run_id, opened, now=self.clock())
 
-    def _open_execution(self, conn: Connection, task_id: str, name: str, tasks: _PassTasks) -> None:
-        """Append ``node.resumed`` (re-executed to receive an answer) or ``node.started``."""
+    def _execution_event(self, task_id: str, name: str, tasks: _PassTasks) -> NewEvent:
+        """``node.resumed`` (re-executed to receive an answer) or ``node.started``, with its
+        stable id."""
         record = tasks.resumed.get(task_id) or next(
             (r for r in tasks.resumed.values() if r.node_id == name or r.node_id.startswith(name + ".")),
             None,
@@ -458,11 +483,10 @@ class GraphDriver:
             # Re-executed to receive an answer (its own, or one a task it calls asked for):
             # one execution per answer, so the stable id names the interrupt too.
             payload = {"nodeId": name, "interruptId": record.interrupt_id}
-            event = NewEvent("node.resumed", payload, node_id=name)
-            self._append_once_in(conn, event, f"{task_id}|{record.interrupt_id}")
-        else:
-            payload = {"nodeId": name, "typeId": self._type_id(name)}
-            self._append_once_in(conn, NewEvent("node.started", payload, node_id=name), task_id)
+            resumed = NewEvent("node.resumed", payload, node_id=name)
+            return self._stable(resumed, f"{task_id}|{record.interrupt_id}")
+        payload = {"nodeId": name, "typeId": self._type_id(name)}
+        return self._stable(NewEvent("node.started", payload, node_id=name), task_id)
 
     def _type_id(self, name: str) -> str:
         """The node's OpenWOP ``typeId`` when its graph names one (definitions), else ours."""
@@ -475,14 +499,18 @@ class GraphDriver:
 
         ``task_id`` may carry more than the task's id where one task has several such events.
         """
-        with one_statement(self.engine) as conn, conn.begin():
-            self._append_once_in(conn, event, task_id)
+        event = self._stable(event, task_id)
+        if not self._starts.holding():
+            with one_statement(self.engine) as conn, conn.begin():
+                append_event_once(conn, self.run_id, event, now=self.clock())
+            return
+        with self._logging() as conn:
+            append_event_once(conn, self.run_id, event, now=self.clock())
 
-    def _append_once_in(self, conn: Connection, event: NewEvent, task_id: str) -> None:
-        """:meth:`_append_once` inside the caller's transaction."""
+    def _stable(self, event: NewEvent, task_id: str) -> NewEvent:
+        """``event`` with the id it has whichever pass appends it (see :meth:`_append_once`)."""
         stable = _stable_event_id(self.run_id, task_id, event.type)
-        event = NewEvent(event.type, event.payload, node_id=event.node_id, event_id=stable)
-        append_event_once(conn, self.run_id, event, now=self.clock())
+        return NewEvent(event.type, event.payload, node_id=event.node_id, event_id=stable)
 
     # -- settling ---------------------------------------------------------------------------
 
@@ -513,7 +541,7 @@ class GraphDriver:
         """
         state = self.graph.get_state(config)
         now = self.clock()
-        with self.engine.begin() as conn:
+        with self._logging() as conn:  # (a start is held here only if its task wrote nothing)
             self._mark_consumed(conn, delivered)
             undelivered, pending = open_work(conn, self.run_id)
             if undelivered:
@@ -541,6 +569,7 @@ class GraphDriver:
 
     def _stopped(self, claim: Claim, delivered: list[InterruptRecord] | None = None) -> Pass:
         """The run was cancelled while driven: drop it from the queue, write nothing more."""
+        self._starts.close()
         with self.engine.begin() as conn:
             self._mark_consumed(conn, delivered or [])
             _dequeue(conn, claim)
@@ -596,6 +625,8 @@ class _TaskEnds:
         self._guard = threading.Condition()
         self._awaited: set[str] = set()
         self._committed: set[str] = set(finished)
+        #: Held node starts taken by a batch's transaction, until it commits (by ``id(batch)``).
+        self._taken: dict[int, Taken] = {}
 
     def expect(self, task_id: str) -> None:
         """A node task started: its end is to be logged with its writes (unless it finished)."""
@@ -611,14 +642,33 @@ class _TaskEnds:
     def wants(self, batch: WriteBatch) -> bool:
         return self._driver._node_of(batch) is not None
 
+    def opening(self, conn: Connection, batch: WriteBatch) -> None:
+        taken = self._driver._starts.append_in(conn)  # the starts first: what follows is later
+        if taken.starts:
+            with self._guard:
+                self._taken[id(batch)] = taken
+
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         self._driver._record_task_end(conn, batch)
 
     def committed(self, batch: WriteBatch) -> None:
         with self._guard:
+            taken = self._taken.pop(id(batch), None)
+        if taken is not None:
+            self._driver._starts.settled(taken, committed=True)
+        with self._guard:
+            if batch.checkpoint_ns:
+                return  # a subgraph's batch: it only carried held starts
             self._committed.add(batch.task_id)
             self._awaited.discard(batch.task_id)
             self._guard.notify_all()
+
+    def close(self) -> None:
+        """The stream ended: hold again the starts of batches that never committed."""
+        with self._guard:
+            taken, self._taken = list(self._taken.values()), {}
+        for starts in taken:
+            self._driver._starts.settled(starts, committed=False)
 
     def before_checkpoint(self) -> None:
         with self._guard:

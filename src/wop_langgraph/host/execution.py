@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select, update
 
+from wop_langgraph.host.deferred_starts import DeferredStarts
 from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ReplayRecord
@@ -185,11 +186,14 @@ class Executor:
                 self.release(claim, signal)  # another host, with that workflow, will take it
                 return False, None
             driver = self._driver(claimed, signal)
-            # The claim (or the insert that created the run leased) started the first pass and
-            # read what it needs; later passes read afresh.
-            outcome = driver.drive_pass(claimed.inputs, claimed=claimed)
-            while outcome is Pass.AGAIN:
-                outcome = driver.drive_pass(claimed.inputs)
+            try:
+                # The claim (or the insert that created the run leased) started the first pass
+                # and read what it needs; later passes read afresh.
+                outcome = driver.drive_pass(claimed.inputs, claimed=claimed)
+                while outcome is Pass.AGAIN:
+                    outcome = driver.drive_pass(claimed.inputs)
+            finally:
+                driver.starts_done()
             at_rest, rested = outcome is Pass.IDLE, driver.rested
         except BaseException:
             self.release(claim, signal)
@@ -314,6 +318,7 @@ class Executor:
         run_id = claimed.claim.run_id
         registered = self.registry.get(claimed.workflow_id)
         threshold = run_option(claimed.configurable, "escalationThreshold")
+        starts = DeferredStarts(self.engine, run_id)
         context = RunContext(
             run_id=run_id,
             escalation_threshold=(
@@ -322,7 +327,7 @@ class Executor:
             conversations=self.options.conversations,
             credentials=self.options.credentials,
             rejection_routes=dict(registered.rejection_routes),
-            emit=functools.partial(self._emit_once, run_id),
+            emit=functools.partial(self._emit_once, run_id, starts),
             replay=ReplayRecord(self.engine, run_id),
         )
         graph = registered.async_graph or registered.graph
@@ -335,15 +340,23 @@ class Executor:
             recursion_limit=run_option(claimed.configurable, "recursionLimit"),
             is_async=registered.is_async,
             signal=signal,
+            starts=starts,
         )
 
     def _emit_once(
-        self, run_id: str, event_type: str, node_id: str, payload: dict[str, Any], event_id: str
+        self,
+        run_id: str,
+        starts: DeferredStarts,
+        event_type: str,
+        node_id: str,
+        payload: dict[str, Any],
+        event_id: str,
     ) -> None:
-        """Append a node-level event unless an event with ``event_id`` exists (a replay)."""
+        """Append a node-level event unless an event with ``event_id`` exists (a replay), after
+        the drive's held node starts (the emitting node's among them)."""
         event = NewEvent(event_type, payload, node_id=node_id, event_id=event_id)
         try:
-            with self.engine.begin() as conn:
+            with starts.logging() as conn:
                 append_event_once(conn, run_id, event, now=self.clock())
         except RunLogClosed:
             return  # the run ended meanwhile: nothing is appended after its terminal event

@@ -45,11 +45,14 @@ class TaskWritesListener(Protocol):
     def wants(self, batch: WriteBatch) -> bool:
         """Whether the batch needs :meth:`record` (others are stored without a transaction)."""
 
+    def opening(self, conn: Connection, batch: WriteBatch) -> None:
+        """Inside the transaction of any of the run's batches (a subgraph's too), first."""
+
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Inside the batch's transaction, after its interrupts are recorded."""
 
     def committed(self, batch: WriteBatch) -> None:
-        """After the batch's transaction committed."""
+        """After the transaction of any of the run's batches (a subgraph's too) committed."""
 
     def before_checkpoint(self) -> None:
         """Before one of the run's top-level checkpoints is stored (may wait)."""
@@ -100,6 +103,9 @@ class InterruptRecorder:
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Record every interrupt in the batch's ``__interrupt__`` writes, then tell the listener."""
+        opening = self._task_listeners.get(batch.thread_id)
+        if opening is not None:
+            opening.opening(conn, batch)
         for value in batch.channel_values("__interrupt__"):
             for item in value or ():
                 if isinstance(item, Interrupt):
@@ -110,7 +116,7 @@ class InterruptRecorder:
 
     def committed(self, batch: WriteBatch) -> None:
         """Tell the run's listener that a batch it recorded has committed."""
-        listener = None if batch.checkpoint_ns else self._task_listeners.get(batch.thread_id)
+        listener = self._task_listeners.get(batch.thread_id)
         if listener is not None:
             listener.committed(batch)
 

@@ -1,0 +1,155 @@
+"""A node's start is logged with what comes next, or on its own while the node still runs.
+
+``node.started`` / ``node.resumed`` of a sync graph's node task ride in the next transaction
+that logs anything of the run (the one of the task's writes, usually), which saves a commit per
+task. These tests hold that to the log's promises: a node that runs longer shows its start
+while it runs; a start comes before everything its execution logs (its end, its interrupt, what
+its node emits) and carries the time it started; every execution is opened once; nothing
+follows a cancellation.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime
+from typing import Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+from tests.host._graphs import ALICE, WORKFLOW, approval_graph
+from tests.host._support import HostFactory
+from wop_langgraph.host.deferred_starts import FLUSH_AFTER_S
+from wop_langgraph.nodes import escalate_on_low_confidence
+
+ACCEPT = {"action": "accept", "feedback": "ship it"}
+
+
+class _State(TypedDict, total=False):
+    n: int
+
+
+def _until(predicate: Any, timeout: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def _types(host: Any, run_id: str) -> list[tuple[str, str | None]]:
+    return [(e["type"], e.get("nodeId")) for e in host.events(run_id)]
+
+
+def _assert_opened_before_closed(events: list[dict[str, Any]]) -> None:
+    """Every node event follows its execution's start (``node.started`` / ``node.resumed``)."""
+    opened: set[str] = set()
+    for event in events:
+        node = event.get("nodeId")
+        if event["type"] in ("node.started", "node.resumed"):
+            opened.add(node)
+        elif node is not None:
+            assert node in opened, f"{event['type']} of {node} before its start: {events}"
+
+
+def test_a_quick_graph_logs_each_start_once_before_what_follows(make_host: HostFactory) -> None:
+    host = make_host()
+    host.register(WORKFLOW, approval_graph())
+    run_id = host.create_run(WORKFLOW, {"log": []}, owner=ALICE)["runId"]
+    host.resolve(run_id, "review", ACCEPT, ALICE)
+    events = host.events(run_id)
+    _assert_opened_before_closed(events)
+    starts = [(e["type"], e["nodeId"]) for e in events if e["type"] in ("node.started", "node.resumed")]
+    assert len(starts) == len(set(starts)), starts  # each execution opened once
+    assert ("node.started", "review") in starts and ("node.resumed", "review") in starts
+    for start in (e for e in events if e["type"] == "node.started"):
+        end = next(e for e in events if e["type"] != "node.started" and e.get("nodeId") == start["nodeId"])
+        assert start["timestamp"] <= end["timestamp"]  # stamped when the node started
+
+
+def test_a_node_that_runs_longer_shows_its_start_while_it_runs(make_host: HostFactory) -> None:
+    release = threading.Event()
+    running = threading.Event()
+
+    def slow(state: _State) -> _State:
+        running.set()
+        assert release.wait(30)
+        return {"n": 1}
+
+    builder = StateGraph(_State)
+    builder.add_node("slow", slow)
+    builder.add_edge(START, "slow")
+    builder.add_edge("slow", END)
+    host = make_host()
+    host.register("slow", builder.compile())
+    host.start_workers(1, poll_seconds=0.05, sweep_seconds=0)
+    try:
+        run_id = host.create_run("slow", {}, owner=ALICE, wait=False)["runId"]
+        assert running.wait(15)
+        _until(lambda: ("node.started", "slow") in _types(host, run_id), what="the start")
+        assert ("node.completed", "slow") not in _types(host, run_id)  # logged while it runs
+        time.sleep(0.3)
+        release.set()
+        _until(lambda: host.snapshot(run_id)["status"] == "completed", what="the end")
+        events = host.events(run_id)
+        _assert_opened_before_closed(events)
+        assert [e["type"] for e in events].count("node.started") == 1
+        start = next(e for e in events if e["type"] == "node.started")
+        end = next(e for e in events if e["type"] == "node.completed")
+        gap = datetime.fromisoformat(end["timestamp"]) - datetime.fromisoformat(start["timestamp"])
+        assert gap.total_seconds() >= 0.25  # stamped when the node started, not when logged
+    finally:
+        release.set()
+        host.stop_workers()
+
+
+def test_what_a_node_emits_comes_after_its_start(make_host: HostFactory) -> None:
+    # escalate_on_low_confidence emits agent.decided from inside the node, before its writes.
+    def decide(state: _State) -> _State:
+        escalate_on_low_confidence("agent-1", {"answer": 42}, 0.99)
+        return {"n": 1}
+
+    builder = StateGraph(_State)
+    builder.add_node("decide", decide)
+    builder.add_edge(START, "decide")
+    builder.add_edge("decide", END)
+    host = make_host()
+    host.register("decide", builder.compile())
+    run_id = host.create_run("decide", {}, owner=ALICE)["runId"]
+    events = host.events(run_id)
+    types = [(e["type"], e.get("nodeId")) for e in events]
+    assert ("agent.decided", "decide") in types, types
+    assert types.index(("node.started", "decide")) < types.index(("agent.decided", "decide"))
+    _assert_opened_before_closed(events)
+
+
+def test_nothing_is_logged_after_a_cancellation_of_a_running_node(make_host: HostFactory) -> None:
+    release = threading.Event()
+    running = threading.Event()
+
+    def slow(state: _State) -> _State:
+        running.set()
+        release.wait(30)
+        return {"n": 1}
+
+    builder = StateGraph(_State)
+    builder.add_node("slow", slow)
+    builder.add_node("after", lambda state: {"n": 2})
+    builder.add_edge(START, "slow")
+    builder.add_edge("slow", "after")
+    builder.add_edge("after", END)
+    host = make_host()
+    host.register("slow", builder.compile())
+    host.start_workers(1, poll_seconds=0.05, sweep_seconds=0)
+    try:
+        run_id = host.create_run("slow", {}, owner=ALICE, wait=False)["runId"]
+        assert running.wait(15)
+        host.cancel(run_id, principal=ALICE, wait=False)
+        release.set()
+        time.sleep(FLUSH_AFTER_S * 4)
+        _until(lambda: not host.executor.driving, what="the drive to stop")
+        types = [t for t, _ in _types(host, run_id)]
+        assert types[-1] == "run.cancelled", types
+        assert "node.started" not in types[types.index("run.cancelled") :]
+    finally:
+        release.set()
+        host.stop_workers()
