@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 import psutil
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from _graphs import WORKFLOWS
 from _harness import POSTGRES_ENV, database, p50, percentile, row, wait_for, worker_processes
@@ -55,13 +55,31 @@ def _queued(host: WopHost) -> int:
         )
 
 
+def _waiting_or_queued(host: WopHost) -> int:
+    """Runs at their gate or on their way there, each counted once.
+
+    One count, not ``_waiting`` plus ``_queued``: a run's status turns ``waiting-approval`` when
+    its interrupt is stored, and the run leaves the queue only when its pass ends, a moment
+    later; two counts taken across that moment add it twice, and ``fill`` stopped one run short
+    of its target and waited for it until it timed out.
+    """
+    with host.engine.connect() as conn:
+        return int(
+            conn.execute(
+                select(func.count())
+                .select_from(runs_table)
+                .where(or_(runs_table.c.status == "waiting-approval", runs_table.c.queued_at.is_not(None)))
+            ).scalar_one()
+        )
+
+
 def fill(host: WopHost, target: int, timeout: float) -> None:
     """Create runs until ``target`` wait at their gate (workers drive them there)."""
     batch = 200
     # Resolved runs still queued go to their end, not to a gate: let them finish first.
     wait_for(lambda: _queued(host) == 0, timeout, "the queue to drain", step=0.2)
     # Queued runs are on their way to the gate: count them, so the fill never overshoots.
-    while (missing := target - _waiting(host) - _queued(host)) > 0:
+    while (missing := target - _waiting_or_queued(host)) > 0:
         for _ in range(min(batch, missing)):
             host.create_run(WORKFLOW, {"n": 0}, owner=ALICE, wait=False)
         # Keep the queue short so creating never outruns the workers by much.

@@ -187,13 +187,24 @@ def _release_write_lock(_dbapi_connection: Any, record: Any, *_: Any) -> None:
 
 
 def reading(engine: Engine) -> Connection:
-    """A connection for reads only (use it as a context manager).
+    """A connection for reads only (use it as a context manager); never write through it.
+
+    On PostgreSQL it runs in autocommit: each ``SELECT`` is one round trip, with no ``BEGIN``
+    before it and no ``ROLLBACK`` after (after which psycopg also drops every statement the
+    connection had prepared, ``DEALLOCATE ALL``). Each statement sees what was committed when
+    it started. That is all a transaction at PostgreSQL's default level (READ COMMITTED) gives a
+    read too, since there every statement takes its own snapshot: several statements read
+    through one connection never saw one snapshot on PostgreSQL, in a transaction or not. A
+    caller that needs them to must read in a ``REPEATABLE READ`` transaction of its own (as a
+    fork copies a checkpoint). Row and advisory locks would end with their statement here:
+    take them in ``engine.begin()``.
 
     On SQLite its transaction begins ``DEFERRED``: a read neither takes the write lock nor waits
-    in the busy handler behind a writer of another process (WAL gives it a snapshot). Elsewhere
-    it is an ordinary connection. (Autocommit reads on PostgreSQL stalled worker processes
-    driving a few hundred runs in ``benchmarks/idle_cost.py``; not used until understood.)
+    in the busy handler behind a writer of another process, and its statements share one WAL
+    snapshot.
     """
+    if engine.dialect.name == "postgresql":
+        return engine.connect().execution_options(isolation_level="AUTOCOMMIT", **{READ_ONLY: True})
     return engine.connect().execution_options(**{READ_ONLY: True})
 
 
