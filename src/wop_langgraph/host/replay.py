@@ -24,6 +24,7 @@ from wop_langgraph.host.recorder import InterruptRecorder, _unwrap
 from wop_langgraph.host.resolver import _claim_in
 from wop_langgraph.nodes._context import stable_id
 from wop_langgraph.protocol.errors import WopError
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import last_sequence, read_events
 from wop_langgraph.store.forks import ForkRecord, fork_of
 from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run
@@ -228,7 +229,7 @@ class ReplayRecord:
 
     def outcome(self, node_id: str) -> Mapping[str, Any] | None:
         ended = ("node.completed", "node.failed")
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             fork = self._replay(conn)
             if fork is None:
                 return None
@@ -264,7 +265,7 @@ class ReplayRecord:
         replay or when they agree.
         """
         ended = ("node.completed", "node.failed")
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             fork = self._replay(conn)
             if fork is None:
                 return None
@@ -298,7 +299,7 @@ class ReplayRecord:
         execution asks again and gets the same id). The event's once-only id is derived as
         ``NodeCall.emit`` derives it.
         """
-        with self._engine.connect() as conn:
+        with reading(self._engine) as conn:
             fork = self._replay(conn)
             if fork is None:
                 return minted
