@@ -171,6 +171,32 @@ def test_an_append_that_begins_the_transaction_leaves_beginning_to_sqlalchemy(en
         assert [(e.sequence, e.payload) for e in read_events(conn, RUN)] == [(0, {"i": 2})]
 
 
+def test_sqlalchemy_runs_the_statement_whenever_the_driver_path_would_skip_something(engine: Engine) -> None:
+    with engine.begin() as conn:
+        assert driver_connection(conn) is not None
+        conn.execution_options(schema_translate_map={None: None})
+        assert driver_connection(conn) is None
+    for name in ("before_execute", "after_execute", "before_cursor_execute", "after_cursor_execute"):
+        event.listen(engine, name, _noop)
+        try:
+            with engine.begin() as conn:
+                assert driver_connection(conn) is None, name
+        finally:
+            event.remove(engine, name, _noop)
+    engine.echo = True
+    try:
+        with engine.begin() as conn:
+            assert driver_connection(conn) is None
+    finally:
+        engine.echo = False
+    with engine.begin() as conn, conn.begin_nested() as savepoint:
+        assert driver_connection(conn) is not None
+        savepoint.rollback()
+        assert driver_connection(conn) is not None  # the outer transaction goes on
+    with engine.begin() as conn:
+        assert driver_connection(conn) is not None
+
+
 def test_a_lost_connection_is_invalidated_as_through_sqlalchemy(engine: Engine) -> None:
     if engine.dialect.name != "postgresql":
         pytest.skip("PostgreSQL: a server can end a session")

@@ -17,7 +17,8 @@ whenever the direct path would skip something that can be observed:
   the error a failed transaction raises, are SQLAlchemy's;
 * a listener watches statement execution (``before_execute``/``after_execute``,
   ``before_cursor_execute``/``after_cursor_execute``, the dialect's ``do_execute`` and
-  ``do_executemany``), or the engine logs its SQL (``echo``).
+  ``do_executemany``), or the engine logs its SQL (``echo``);
+* the connection translates schema names (``schema_translate_map``).
 
 Errors raised by the driver go through the connection's own error handling, as in
 ``execute``: wrapped in SQLAlchemy's exception types (a unique violation is a
@@ -25,6 +26,10 @@ Errors raised by the driver go through the connection's own error handling, as i
 called. Statements needing per-execution rendering (``IN`` lists expanded at execution,
 literal-execute parameters, Python-side column defaults, a schema translate map) are refused
 when compiled.
+
+Three SQLAlchemy internals are used: ``Connection._handle_dbapi_exception`` (the error handling
+above), ``Connection._has_events`` and ``Connection._echo`` (the checks above);
+``tests/store/test_driver_sql.py`` fails if any of them stops doing its part.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ def driver_connection(conn: Connection) -> Any | None:
     """The DBAPI connection to run statements of ``conn``'s transaction on, or ``None``.
 
     ``None`` when SQLAlchemy must run them itself (see the module docstring): no active
-    transaction, or a statement or cursor listener, or SQL logging.
+    transaction, a statement or cursor listener, SQL logging, or a schema translate map.
     """
     transaction = conn.get_transaction()
     if transaction is None or not transaction.is_active:
@@ -72,6 +77,8 @@ def driver_connection(conn: Connection) -> Any | None:
     dialect_events = conn.dialect.dispatch
     if dialect_events.do_execute or dialect_events.do_executemany:
         return None
+    if conn.get_execution_options().get("schema_translate_map"):
+        return None  # the SQL would be rendered per execution
     return conn.connection.driver_connection
 
 
