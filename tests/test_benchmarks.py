@@ -42,6 +42,14 @@ def test_saver_benchmark_runs_every_saver_and_reports_ratios() -> None:
         assert "SQLModelSaver[postgres]+recorder / PostgresSaver" in out
 
 
+def test_append_benchmark_reports_every_mode() -> None:
+    out = _run("append.py", "--operations", "50", "--rounds", "1", "--warmup", "0")
+    for mode in ("append1", "append3", "once", "in_tx"):
+        assert f"sqlite   {mode}" in out
+    if POSTGRES:
+        assert "postgres append1" in out
+
+
 def test_full_path_benchmark_reports_ratios_and_a_profile() -> None:
     out = _run(
         "full_path.py", "--iterations", "2", "--rounds", "1", "--warmup", "0", "--profile",

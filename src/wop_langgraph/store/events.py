@@ -4,7 +4,9 @@ Sequences come from a per-run counter row bumped with an atomic upsert in the ca
 transaction: concurrent appenders serialise on that row (PostgreSQL row lock, SQLite's single
 writer), and a rolled-back transaction gives its numbers back, so a run's log is numbered
 0, 1, 2, ... without gaps or duplicates. Every function takes an open ``Connection`` so an
-append can share the transaction of whatever caused it.
+append can share the transaction of whatever caused it. Appends run their statements straight
+on that connection's driver connection (see :mod:`._driver_sql`): an append is a handful of
+fast statements, and SQLAlchemy's per-statement work cost more than they did.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sqlalchemy import Connection, Integer, bindparam, false, func, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import iso_z
+from wop_langgraph.store._driver_sql import DriverStatement
 from wop_langgraph.store.appended import APPENDED_KEY, EVENTS_CHANNEL
 from wop_langgraph.store.run_tables import event_counters_table, events_table
 
@@ -116,8 +119,7 @@ def append_event_once(conn: Connection, run_id: str, event: NewEvent, *, now: da
     if _append(conn, run_id, [event], now=now, close=False, once=True) is not None:
         return True
     # Nothing reserved: either the event is already logged or the log is closed (rare; ask).
-    seen = conn.execute(_seen_statement(), {"event_id": event.event_id}).first()
-    if seen is not None:
+    if _driver(_seen_statement()).rows(conn, {"event_id": event.event_id}):
         return False
     raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
 
@@ -196,18 +198,17 @@ def _append(
         for offset, row in enumerate(rows):
             params.update({f"{name}_{offset}": value for name, value in row.items()})
         statement = _append_statement(len(events), close, run_id not in announced, once)
-        sequences = conn.execute(statement, params).scalars().all()
-        if not sequences:
+        inserted = _driver(statement).rows(conn, params)
+        if not inserted:
             return None
-        first = min(sequences)
+        first = min(row[0] for row in inserted)
     else:
-        next_free = conn.execute(_reserve_statement("sqlite", close, False, once), params).scalar()
-        if next_free is None:
+        reserved = _driver(_reserve_statement("sqlite", close, False, once)).rows(conn, params)
+        if not reserved:
             return None
-        first = int(next_free) - len(events)
-        conn.execute(
-            _insert_statement(),
-            [row | {"run_id": run_id, "sequence": first + offset} for offset, row in enumerate(rows)],
+        first = int(reserved[0][0]) - len(events)
+        _driver(_insert_statement()).execute_many(
+            conn, [row | {"run_id": run_id, "sequence": first + offset} for offset, row in enumerate(rows)]
         )
     announced.add(run_id)
     return [
@@ -240,6 +241,12 @@ def _row(event: NewEvent, now: datetime) -> dict[str, Any]:
 
 
 _ROW_COLUMNS = ("event_id", "type", "node_id", "payload", "timestamp", "schema_version", "causation_id")
+
+
+@functools.cache
+def _driver(statement: Any) -> DriverStatement:
+    """``statement`` (one of the cached constructs below) run on the driver connection."""
+    return DriverStatement(statement)
 
 
 @functools.cache

@@ -1,0 +1,260 @@
+"""A precompiled statement run on the DBAPI cursor of an open SQLAlchemy connection.
+
+``Connection.execute`` does a lot per call besides the statement: a compiled-cache lookup, an
+execution context, generic parameter processing, event dispatch, a result object. For a hot
+statement on a fast database that costs more than the statement itself. A
+:class:`DriverStatement` keeps a Core construct as the one source of its SQL, compiles it once
+per dialect (the SQL text, the parameter layout, and the bind processors of the parameters'
+types: JSON serialisation, SQLite's datetime text, psycopg's ``Jsonb`` wrapper) and runs it on
+a cursor of the connection's own DBAPI connection: the SQL and parameter values SQLAlchemy
+would send, in the caller's transaction, whose begin, commit and rollback stay SQLAlchemy's
+(and with them every hook on them).
+
+SQLAlchemy runs the statement itself (``conn.execute``, as if this module were not there)
+whenever the direct path would skip something that can be observed:
+
+* the connection has no active transaction: autobegin (and the engine's ``begin`` hooks), or
+  the error a failed transaction raises, are SQLAlchemy's;
+* a listener watches statement execution (``before_execute``/``after_execute``,
+  ``before_cursor_execute``/``after_cursor_execute``, the dialect's ``do_execute`` and
+  ``do_executemany``), or the engine logs its SQL (``echo``);
+* the connection translates schema names (``schema_translate_map``).
+
+Errors raised by the driver go through the connection's own error handling, as in
+``execute``: wrapped in SQLAlchemy's exception types (a unique violation is a
+:class:`sqlalchemy.exc.IntegrityError`), a lost connection invalidated, ``handle_error`` hooks
+called. Statements needing per-execution rendering (``IN`` lists expanded at execution,
+literal-execute parameters, Python-side column defaults, a schema translate map) are refused
+when compiled.
+
+Three SQLAlchemy internals are used: ``Connection._handle_dbapi_exception`` (the error handling
+above), ``Connection._has_events`` and ``Connection._echo`` (the checks above);
+``tests/store/test_driver_sql.py`` fails if any of them stops doing its part.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any, cast
+from weakref import WeakKeyDictionary
+
+from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import InvalidRequestError
+from sqlalchemy.sql import ClauseElement, Executable
+from sqlalchemy.sql.compiler import SQLCompiler
+
+__all__ = ["DriverStatement", "driver_connection"]
+
+_Bind = Callable[[Mapping[str, Any]], Sequence[Any] | dict[str, Any]]
+
+
+def driver_connection(conn: Connection) -> Any | None:
+    """The DBAPI connection to run statements of ``conn``'s transaction on, or ``None``.
+
+    ``None`` when SQLAlchemy must run them itself (see the module docstring): no active
+    transaction, a statement or cursor listener, SQL logging, or a schema translate map.
+    """
+    transaction = conn.get_transaction()
+    if transaction is None or not transaction.is_active:
+        return None
+    nested = conn.get_nested_transaction()
+    if nested is not None and not nested.is_active:
+        return None
+    # Listeners on the connection itself join the engine's (slower to ask; rarely there).
+    events = conn.dispatch if conn._has_events else conn.engine.dispatch
+    if (
+        events.before_cursor_execute
+        or events.after_cursor_execute
+        or events.before_execute
+        or events.after_execute
+        or conn._echo
+    ):
+        return None
+    dialect_events = conn.dialect.dispatch
+    if dialect_events.do_execute or dialect_events.do_executemany:
+        return None
+    if conn.get_execution_options().get("schema_translate_map"):
+        return None  # the SQL would be rendered per execution
+    return conn.connection.driver_connection
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    """A statement compiled for one dialect."""
+
+    text: str
+    #: ``params`` -> the parameters in the driver's form (a sequence or a dict).
+    bind: _Bind
+
+
+class DriverStatement:
+    """A Core statement run on the driver connection of an open ``Connection``.
+
+    Create it once (for instance from a ``functools.cache``'d builder of the construct) and
+    share it: it compiles itself for each dialect it meets, on first use.
+    """
+
+    __slots__ = ("_compiled", "_last", "statement")
+
+    def __init__(self, statement: Executable) -> None:
+        self.statement = statement
+        self._compiled: WeakKeyDictionary[Dialect, _Compiled] = WeakKeyDictionary()
+        self._last: tuple[Dialect, _Compiled] | None = None
+
+    def rows(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        """Run the statement with ``params`` in ``conn``'s transaction; all its rows (or ``[]``)."""
+        driver = driver_connection(conn)
+        if driver is None:
+            result = conn.execute(self.statement, params)
+            return result.all() if result.returns_rows else []
+        compiled = self._for(conn.dialect)
+        bound = _bind(conn, compiled, params)
+        cursor = None
+        try:
+            cursor = driver.cursor()
+            cursor.execute(compiled.text, bound)
+            found = cursor.fetchall() if cursor.description is not None else []
+            cursor.close()
+        except BaseException as exc:
+            _fail(conn, exc, compiled.text, bound, cursor)
+        return cast(Sequence[Sequence[Any]], found)
+
+    def execute_many(self, conn: Connection, params: Sequence[Mapping[str, Any]]) -> None:
+        """Run the statement once per parameter set (a statement that returns no rows)."""
+        if len(params) == 1:
+            self.rows(conn, params[0])
+            return
+        driver = driver_connection(conn)
+        if driver is None:
+            conn.execute(self.statement, params)
+            return
+        compiled = self._for(conn.dialect)
+        bound = [_bind(conn, compiled, p) for p in params]
+        cursor = None
+        try:
+            cursor = driver.cursor()
+            cursor.executemany(compiled.text, bound)
+            cursor.close()
+        except BaseException as exc:
+            _fail(conn, exc, compiled.text, bound, cursor)
+
+    def _for(self, dialect: Dialect) -> _Compiled:
+        last = self._last
+        if last is not None and last[0] is dialect:
+            return last[1]
+        compiled = self._compiled.get(dialect)
+        if compiled is None:
+            compiled = self._compiled.setdefault(dialect, _compile(self.statement, dialect))
+        self._last = (dialect, compiled)
+        return compiled
+
+
+def _bind(conn: Connection, compiled: _Compiled, params: Mapping[str, Any]) -> Any:
+    try:
+        return compiled.bind(params)
+    except Exception as exc:
+        # As in SQLAlchemy, a parameter that cannot be processed raises a StatementError.
+        conn._handle_dbapi_exception(exc, compiled.text, params, None, None)
+
+
+def _fail(conn: Connection, exc: BaseException, text: str, bound: Any, cursor: Any) -> Any:
+    if isinstance(exc, conn.dialect.loaded_dbapi.Error) or not isinstance(exc, Exception):
+        # Wrapped (IntegrityError, OperationalError ...), the connection invalidated if it
+        # broke; always raises.
+        conn._handle_dbapi_exception(exc, text, bound, cursor, None)
+    if cursor is not None:
+        with suppress(Exception):  # the original error is the one to report
+            cursor.close()
+    raise exc
+
+
+def _compile(statement: Executable, dialect: Dialect) -> _Compiled:
+    compiled = cast(SQLCompiler, cast(ClauseElement, statement).compile(dialect=dialect))
+    if (
+        compiled.literal_execute_params
+        or compiled.post_compile_params
+        or compiled.insert_prefetch
+        or compiled.update_prefetch
+        or compiled.schema_translate_map
+    ):
+        raise ValueError("this statement needs SQLAlchemy's per-execution processing")
+    # name in the SQL -> how to find its value; like SQLAlchemy's ``construct_params``, the
+    # caller's value is looked up by the parameter's key, then by its name.
+    slots: dict[str, _Slot] = {}
+    for param, name in compiled.bind_names.items():
+        if param.callable is not None or param.type._is_tuple_type:
+            raise ValueError(f"bind parameter {param.key!r}: not supported on the driver path")
+        processor = param.type.dialect_impl(dialect).bind_processor(dialect)
+        slots[name] = _Slot(param.key, name, param.required, param.value, processor)
+    if compiled.positional:
+        return _Compiled(compiled.string, _positional([slots[name] for name in compiled.positiontup or ()]))
+    escaped = compiled.escaped_bind_names
+    return _Compiled(compiled.string, _named([(escaped.get(n, n), slot) for n, slot in slots.items()]))
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One bind parameter: where its value comes from and how the driver gets it."""
+
+    key: str
+    name: str
+    required: bool
+    default: Any
+    processor: Callable[[Any], Any] | None
+
+    def value(self, params: Mapping[str, Any]) -> Any:
+        if self.key in params:
+            return params[self.key]
+        if self.name in params:
+            return params[self.name]
+        if self.required:
+            raise InvalidRequestError(f"A value is required for bind parameter {self.key!r}")
+        return self.default
+
+
+def _positional(layout: list[_Slot]) -> _Bind:
+    """The values in placeholder order, each through its type's bind processor."""
+    processors = tuple((i, slot.processor) for i, slot in enumerate(layout) if slot.processor is not None)
+    if layout and all(slot.required and slot.key == slot.name for slot in layout):
+        # The common case: itemgetter lays the values out in C.
+        getter = operator.itemgetter(*(slot.key for slot in layout))
+        single = len(layout) == 1
+
+        def pick(params: Mapping[str, Any]) -> list[Any]:
+            try:
+                values = [getter(params)] if single else list(getter(params))
+            except KeyError as missing:
+                raise InvalidRequestError(
+                    f"A value is required for bind parameter {missing.args[0]!r}"
+                ) from None
+            for i, processor in processors:
+                values[i] = processor(values[i])
+            return values
+
+        return pick
+
+    def gather(params: Mapping[str, Any]) -> list[Any]:
+        values = [slot.value(params) for slot in layout]
+        for i, processor in processors:
+            values[i] = processor(values[i])
+        return values
+
+    return gather
+
+
+def _named(layout: list[tuple[str, _Slot]]) -> _Bind:
+    """A dict of the statement's own parameters, each through its type's bind processor."""
+    plain = tuple((name, slot) for name, slot in layout if slot.processor is None)
+    processed = tuple((name, slot, slot.processor) for name, slot in layout if slot.processor is not None)
+
+    def gather(params: Mapping[str, Any]) -> dict[str, Any]:
+        bound = {name: slot.value(params) for name, slot in plain}
+        for name, slot, processor in processed:
+            bound[name] = processor(slot.value(params))
+        return bound
+
+    return gather

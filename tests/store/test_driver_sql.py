@@ -1,0 +1,217 @@
+"""Statements run on the driver connection store, fail and take part in transactions as through SQLAlchemy.
+
+The event log's appends run on the driver (see ``store/_driver_sql.py``); SQLAlchemy runs them
+itself when a statement listener is installed. Each test writes the same thing both ways and
+compares, or checks the driver path against what SQLAlchemy promises its callers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, Engine, String, cast, event, select, text
+from sqlalchemy.exc import IntegrityError, OperationalError, StatementError
+
+from wop_langgraph._clock import as_utc
+from wop_langgraph.store._driver_sql import driver_connection
+from wop_langgraph.store.events import NewEvent, append_event_once, append_events, read_events
+from wop_langgraph.store.run_tables import events_table
+
+RUN = "acme/run-driver"
+TWIN = "acme/run-sqlalchemy"
+
+PAYLOADS: list[dict[str, Any]] = [
+    {"text": "héllo wörld ☃ 𝄞 日本語", "quote": 'a "b" \\ c', "newline": "x\ny\tz"},
+    {"nested": {"list": [1, 2.5, -3, None, True, False, "s", {"deep": [[], {}]}]}, "empty": {}},
+    {"big": 2**62, "small": -(2**62), "float": 1.25, "tiny": 5e-324, "zero": 0.0},
+    {"null": None, "emoji keys 🔑": {"é": "ü"}},
+]
+MOMENTS = [
+    datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC),
+    datetime(2026, 3, 4, 5, 6, 7, 1, tzinfo=UTC),
+    datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+    # Not UTC: whatever SQLAlchemy stores for it, the driver path must store the same.
+    datetime(2026, 7, 1, 0, 30, 0, 500000, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+]
+
+
+def _noop(*_: object) -> None:
+    pass
+
+
+@contextmanager
+def through_sqlalchemy(conn: Connection) -> Iterator[None]:
+    """Make ``conn`` run every statement through SQLAlchemy: a cursor listener is watching."""
+    event.listen(conn, "before_cursor_execute", _noop)
+    try:
+        assert driver_connection(conn) is None
+        yield
+    finally:
+        event.remove(conn, "before_cursor_execute", _noop)
+
+
+def _events(tag: str) -> list[NewEvent]:
+    return [
+        NewEvent(
+            type="node.completed",
+            payload=payload,
+            node_id="review" if i % 2 else None,
+            causation_id=f"{tag}-cause-{i}" if i % 2 == 0 else None,
+            schema_version=1 + i,
+        )
+        for i, payload in enumerate(PAYLOADS)
+    ]
+
+
+def _write(conn: Connection, run_id: str, tag: str) -> None:
+    for moment in MOMENTS:
+        append_events(conn, run_id, _events(tag)[:1], now=moment)  # one event: a single execute
+        assert append_event_once(conn, run_id, _events(tag)[0], now=moment) is True
+    append_events(conn, run_id, _events(tag), now=MOMENTS[0])  # a batch: executemany on SQLite
+
+
+def _stored(conn: Connection, run_id: str) -> list[tuple[Any, ...]]:
+    """The rows as the database holds them, rendered as text by the database itself."""
+    e = events_table.c
+    query = (
+        select(e.sequence, e.type, e.node_id, cast(e.payload, String), cast(e.timestamp, String))
+        .where(e.run_id == run_id)
+        .order_by(e.sequence)
+    )
+    return [tuple(row) for row in conn.execute(query)]
+
+
+def test_rows_written_on_the_driver_read_back_as_rows_written_through_sqlalchemy(engine: Engine) -> None:
+    with engine.begin() as conn:
+        assert driver_connection(conn) is not None
+        _write(conn, RUN, "driver")
+    with engine.begin() as conn, through_sqlalchemy(conn):
+        _write(conn, TWIN, "sqlalchemy")
+
+    with engine.connect() as conn:
+        assert _stored(conn, RUN) == _stored(conn, TWIN)
+        driver, twin = read_events(conn, RUN), read_events(conn, TWIN)
+    assert len(driver) == len(twin) == 2 * len(MOMENTS) + len(PAYLOADS)
+    for mine, theirs in zip(driver, twin, strict=True):
+        assert (mine.sequence, mine.type, mine.payload, mine.timestamp) == (
+            theirs.sequence,
+            theirs.type,
+            theirs.payload,
+            theirs.timestamp,
+        )
+        assert (mine.node_id, mine.schema_version) == (theirs.node_id, theirs.schema_version)
+        assert (mine.causation_id is None) == (theirs.causation_id is None)
+    # And what was written is what is read: payloads exactly, UTC moments to the microsecond.
+    assert [e.payload for e in driver[: 2 * len(MOMENTS) : 2]] == [PAYLOADS[0]] * len(MOMENTS)
+    assert [e.payload for e in driver[-len(PAYLOADS) :]] == PAYLOADS
+    for stored, moment in zip(driver[: 2 * len(MOMENTS) : 2], MOMENTS[:3], strict=False):
+        assert as_utc(stored.timestamp) == moment
+
+
+def test_a_duplicate_event_id_is_sqlalchemys_integrity_error(engine: Engine) -> None:
+    logged = NewEvent(type="log.appended", payload={"i": 0})
+    with engine.begin() as conn:
+        append_events(conn, RUN, [logged], now=MOMENTS[0])
+    again = NewEvent(type="log.appended", payload={"i": 1}, event_id=logged.event_id)
+    fresh = NewEvent(type="log.appended", payload={"i": 2})
+    for batch in ([again], [fresh, again]):
+        errors = []
+        for path in ("driver", "sqlalchemy"):
+            with pytest.raises(IntegrityError) as raised, engine.begin() as conn:
+                if path == "sqlalchemy":
+                    event.listen(conn, "before_cursor_execute", _noop)
+                else:
+                    assert driver_connection(conn) is not None
+                append_events(conn, RUN, batch, now=MOMENTS[0])
+            errors.append(type(raised.value.orig))
+        assert errors[0] is errors[1], errors
+    with engine.connect() as conn:
+        assert [e.payload for e in read_events(conn, RUN)] == [{"i": 0}]
+    with engine.begin() as conn:  # the failed transactions left nothing behind: 1 is next
+        assert [e.sequence for e in append_events(conn, RUN, [fresh], now=MOMENTS[0])] == [1]
+
+
+def test_a_payload_that_is_not_json_fails_as_through_sqlalchemy(engine: Engine) -> None:
+    # SQLite serialises before the statement runs (SQLAlchemy: a StatementError); psycopg's
+    # Jsonb while it runs (the driver's own TypeError, which SQLAlchemy does not wrap).
+    bad = NewEvent(type="log.appended", payload={"x": object()})
+    failures = []
+    for path in ("driver", "sqlalchemy"):
+        with pytest.raises(Exception) as raised, engine.begin() as conn:
+            if path == "sqlalchemy":
+                event.listen(conn, "before_cursor_execute", _noop)
+            append_events(conn, RUN, [bad], now=MOMENTS[0])
+        cause = raised.value.orig if isinstance(raised.value, StatementError) else None
+        failures.append((type(raised.value), type(cause)))
+    assert failures[0] == failures[1], failures
+    expected = StatementError if engine.dialect.name == "sqlite" else TypeError
+    assert failures[0][0] is expected, failures
+    with engine.connect() as conn:
+        assert read_events(conn, RUN) == []
+
+
+def test_an_append_that_begins_the_transaction_leaves_beginning_to_sqlalchemy(engine: Engine) -> None:
+    begun: list[bool] = []
+    event.listen(engine, "begin", lambda conn: begun.append(True))
+    with engine.connect() as conn:
+        assert driver_connection(conn) is None  # nothing begun: SQLAlchemy autobegins
+        append_events(conn, RUN, [NewEvent(type="log.appended", payload={"i": 0})], now=MOMENTS[0])
+        assert begun == [True] and conn.in_transaction()
+        assert driver_connection(conn) is not None  # in the transaction now: the driver path
+        append_events(conn, RUN, [NewEvent(type="log.appended", payload={"i": 1})], now=MOMENTS[0])
+        conn.rollback()
+        append_events(conn, RUN, [NewEvent(type="log.appended", payload={"i": 2})], now=MOMENTS[0])
+        conn.commit()
+    assert begun == [True, True]
+    with engine.connect() as conn:
+        assert [(e.sequence, e.payload) for e in read_events(conn, RUN)] == [(0, {"i": 2})]
+
+
+def test_sqlalchemy_runs_the_statement_whenever_the_driver_path_would_skip_something(engine: Engine) -> None:
+    with engine.begin() as conn:
+        assert driver_connection(conn) is not None
+        conn.execution_options(schema_translate_map={None: None})
+        assert driver_connection(conn) is None
+    for name in ("before_execute", "after_execute", "before_cursor_execute", "after_cursor_execute"):
+        event.listen(engine, name, _noop)
+        try:
+            with engine.begin() as conn:
+                assert driver_connection(conn) is None, name
+        finally:
+            event.remove(engine, name, _noop)
+    engine.echo = True
+    try:
+        with engine.begin() as conn:
+            assert driver_connection(conn) is None
+    finally:
+        engine.echo = False
+    with engine.begin() as conn, conn.begin_nested() as savepoint:
+        assert driver_connection(conn) is not None
+        savepoint.rollback()
+        assert driver_connection(conn) is not None  # the outer transaction goes on
+    with engine.begin() as conn:
+        assert driver_connection(conn) is not None
+
+
+def test_a_lost_connection_is_invalidated_as_through_sqlalchemy(engine: Engine) -> None:
+    if engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL: a server can end a session")
+    with engine.connect() as conn:
+        conn.begin()
+        pid = conn.execute(text("SELECT pg_backend_pid()")).scalar()
+        assert driver_connection(conn) is not None
+        with engine.connect() as killer:
+            killer.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            killer.commit()
+        with pytest.raises(OperationalError) as raised:
+            append_events(conn, RUN, [NewEvent(type="log.appended", payload={})], now=MOMENTS[0])
+        assert raised.value.connection_invalidated
+        assert conn.invalidated
+        conn.rollback()
+    with engine.begin() as conn:  # the pool hands out a working connection again
+        (appended,) = append_events(conn, RUN, [NewEvent("log.appended", {})], now=MOMENTS[0])
+    assert appended.sequence == 0
