@@ -3,13 +3,16 @@
 ``Authorization: Bearer <api key>`` names a :class:`~wop_langgraph.host.Principal` configured in
 ``WOP_API_KEYS``. A missing or unknown key is ``401 unauthenticated`` (with
 ``WWW-Authenticate: Bearer``); a known key without the operation's scope is ``403 forbidden``.
+
+The dependencies are ``async``: they do no I/O (the keys are configuration, held in memory),
+and FastAPI would otherwise run each of them on the thread pool, a hop per request.
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
-from typing import Annotated
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
@@ -20,7 +23,7 @@ from wop_langgraph.server.state import ServerState, server_state
 __all__ = ["Caller", "authenticate", "require_scopes"]
 
 
-def authenticate(request: Request, state: Annotated[ServerState, Depends(server_state)]) -> Principal:
+async def authenticate(request: Request, state: Annotated[ServerState, Depends(server_state)]) -> Principal:
     """The principal of the request's bearer API key.
 
     Raises:
@@ -41,10 +44,10 @@ def authenticate(request: Request, state: Annotated[ServerState, Depends(server_
     return found
 
 
-def require_scopes(*scopes: str) -> Callable[[Principal], Principal]:
+def require_scopes(*scopes: str) -> Callable[[Principal], Coroutine[Any, Any, Principal]]:
     """A dependency that authenticates and then demands every one of ``scopes``."""
 
-    def dependency(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+    async def dependency(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
         missing = [s for s in scopes if s not in principal.scopes]
         if missing:
             raise Forbidden(

@@ -69,8 +69,9 @@ def _decode(segment: str) -> str:
     return unproject_id(segment.replace("%", "~25"))
 
 
-def bounded_path_ids(request: Request, state: Annotated[ServerState, Depends(server_state)]) -> None:
-    """Refuse a ``runId`` or ``nodeId`` path segment longer than ``max_id_chars`` (a dependency).
+async def bounded_path_ids(request: Request, state: Annotated[ServerState, Depends(server_state)]) -> None:
+    """Refuse a ``runId`` or ``nodeId`` path segment longer than ``max_id_chars`` (a dependency;
+    ``async``, on the event loop, since it does no I/O).
 
     Raises:
         ValidationError: the segment's name is in ``details.path``.

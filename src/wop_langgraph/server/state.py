@@ -50,8 +50,12 @@ class ServerState:
         return self.settings.public_url.rstrip("/")
 
 
-def server_state(request: Request) -> ServerState:
-    """The app's :class:`ServerState` (a FastAPI dependency)."""
+async def server_state(request: Request) -> ServerState:
+    """The app's :class:`ServerState` (a FastAPI dependency).
+
+    ``async`` because it does no I/O: FastAPI runs a plain ``def`` dependency on the thread
+    pool, a hop per dependency per request (this and :mod:`.auth`'s run on the event loop).
+    """
     state = request.app.state.wop
     assert isinstance(state, ServerState)
     return state
