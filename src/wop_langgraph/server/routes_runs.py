@@ -137,9 +137,9 @@ def resolve_by_run(
     node_id = node_id_from_path(nodeId)
 
     def action() -> tuple[int, dict[str, Any]]:
-        result = state.host.resolve(run_id, node_id, body.resumeValue, principal, wait=False)
-        state.delivery.notify(run_id)
-        return 200, result
+        # Nothing here for the callbacks: the run is only queued. Its next suspension is seen by
+        # the drive that reaches it (after_drive) or, from worker processes, the periodic scan.
+        return 200, state.host.resolve(run_id, node_id, body.resumeValue, principal, wait=False)
 
     return run_idempotent(
         state.host,

@@ -153,5 +153,5 @@ def resolve_with_token(
         key=claims.interrupt_id,
         wait=False,
     )
-    state.delivery.notify(claims.run_id)
+    # No callback to look for: the run is only queued (see routes_runs.resolve_by_run).
     return claims, result
