@@ -21,6 +21,7 @@ from wop_langgraph.store.interrupts import (
     expired_pending,
     get_interrupt,
     insert_interrupt,
+    interrupts_at_node,
     interrupts_of_run,
     lock_interrupt,
     mark_consumed,
@@ -28,6 +29,7 @@ from wop_langgraph.store.interrupts import (
     set_votes,
 )
 from wop_langgraph.store.migrations import upgrade
+from wop_langgraph.store.run_tables import runs_table
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 RUN = "acme/run-0123456789abcdef"
@@ -68,6 +70,17 @@ def resolve(engine: Engine, interrupt_id: str, value: Any, *, at: datetime = NOW
 
 def ids(records: list[InterruptRecord]) -> list[str]:
     return [r.interrupt_id for r in records]
+
+
+def insert_run(engine: Engine, run_id: str = RUN, status: str = "waiting-approval") -> None:
+    owner = {"tenant": "acme", "subject": {"subjectId": "alice"}}
+    with engine.begin() as conn:
+        conn.execute(
+            runs_table.insert().values(
+                run_id=run_id, workflow_id="wf", tenant="acme", owner=owner, status=status,
+                created_at=NOW, updated_at=NOW,
+            )
+        )  # fmt: skip
 
 
 # --- insert ------------------------------------------------------------------------------------
@@ -260,9 +273,18 @@ def test_claimers_in_two_processes_one_winner_sqlite(sqlite_url: str) -> None:
 # --- votes -------------------------------------------------------------------------------------
 
 
-def test_concurrent_voters_lose_no_vote(engine: Engine) -> None:
+@pytest.mark.parametrize("reader", ["lock_interrupt", "interrupts_at_node"])
+def test_concurrent_voters_lose_no_vote(engine: Engine, reader: str) -> None:
     voters = 10
+    insert_run(engine)
     (row,) = insert(engine, record("a", kind="approval"))
+
+    def held(conn: Any) -> InterruptRecord | None:
+        if reader == "lock_interrupt":
+            return lock_interrupt(conn, row.interrupt_id)
+        _, records = interrupts_at_node(conn, RUN, row.node_id)
+        return records[0] if records else None
+
     barrier = threading.Barrier(voters)
     errors: list[BaseException] = []
 
@@ -271,7 +293,7 @@ def test_concurrent_voters_lose_no_vote(engine: Engine) -> None:
             with engine.connect() as conn:
                 barrier.wait(BARRIER_TIMEOUT_S)
                 with conn.begin():
-                    current = lock_interrupt(conn, row.interrupt_id)
+                    current = held(conn)
                     assert current is not None
                     # Widen the read-modify-write window: without the row lock, votes get lost.
                     time.sleep(0.02)
@@ -412,3 +434,26 @@ def test_interrupts_of_run_filters_and_orders(engine: Engine) -> None:
         assert ids(interrupts_of_run(conn, RUN, node_id="review", statuses=["resolved"])) == ids([third])
         assert ids(interrupts_of_run(conn, OTHER_RUN)) == ids([elsewhere])
         assert interrupts_of_run(conn, "acme/run-none0000000000000") == []
+
+
+def test_interrupts_at_node_reads_the_run_status_with_the_nodes_interrupts(engine: Engine) -> None:
+    insert_run(engine)
+    second, first, third, _other_node, _elsewhere = insert(
+        engine,
+        record("second", minutes=1, visit_index=0, ordinal=1),
+        record("first", minutes=1, visit_index=0, ordinal=0),
+        record("third", minutes=2),
+        record("on-other-node", minutes=0, node_id="notify"),
+        record("elsewhere", run_id=OTHER_RUN),
+    )
+    assert resolve(engine, third.interrupt_id, "yes")
+    resolved = fetch(engine, third.interrupt_id)
+    with engine.begin() as conn:
+        status, records = interrupts_at_node(conn, RUN, "review")
+        assert status == "waiting-approval"
+        assert records == [first, second, resolved]  # whole records, as stored
+        assert records[2].status == "resolved" and records[2].resume_value == "yes"
+        # A node without interrupts still tells the run's status; an unknown run tells None.
+        assert interrupts_at_node(conn, RUN, "nowhere") == ("waiting-approval", [])
+        assert interrupts_at_node(conn, "acme/run-none0000000000000", "review") == (None, [])
+        assert interrupts_at_node(conn, OTHER_RUN, "review") == (None, [])  # interrupts of no run row

@@ -1,12 +1,12 @@
 """The resolve contract: validate, check eligibility, count votes, claim once, record, enqueue.
 
-Order matters: everything that can refuse a request (run state, tenant, node, value, approver
-eligibility) runs read-only first, so a refused request changes nothing. Then one transaction
-re-reads the interrupt under a lock and decides: past its deadline the gate times out there and
-then (a late answer never grants); otherwise it records a vote that does not decide the gate,
-or claims the interrupt (exactly one caller wins the ``pending -> resolved`` compare-and-set),
-appends ``interrupt.resolved`` and puts the run on the queue. A worker resumes the graph; the
-caller never waits for it.
+One transaction reads the run's status and the node's interrupts (holding the interrupt rows),
+checks everything that can refuse the request (run state, node, value, approver eligibility)
+and decides: past its deadline the gate times out there and then (a late answer never grants);
+otherwise it records a vote that does not decide the gate, or claims the interrupt (exactly one
+caller wins the ``pending -> resolved`` compare-and-set), appends ``interrupt.resolved`` and puts
+the run on the queue. A refusal raises inside the transaction, which rolls back: a refused
+request changes nothing. A worker resumes the graph; the caller never waits for it.
 """
 
 from __future__ import annotations
@@ -43,12 +43,13 @@ from wop_langgraph.store.interrupts import (
     InterruptRecord,
     claim,
     expired_pending,
+    interrupts_at_node,
     interrupts_of_run,
     lock_interrupt,
     set_votes,
 )
 from wop_langgraph.store.run_queue import enqueue
-from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
+from wop_langgraph.store.runs import TERMINAL_STATUSES
 
 __all__ = ["IDEMPOTENCY_KEY_PATTERN", "EnqueueHook", "Resolver"]
 
@@ -181,19 +182,63 @@ class Resolver:
         key: str | None,
         hook: EnqueueHook | None,
     ) -> dict[str, Any]:
+        """Check and decide in one transaction (see the module docstring).
+
+        Returns ``{runId, nodeId, status}``: ``running`` when the gate was decided, the run's
+        status for a vote that did not decide it. A vote counts for the authenticated principal
+        (or the approver a token was minted for): nothing in the resume value confers identity.
+        """
         if tenant_of(run_id) != principal.tenant:
             raise IdTenantMismatch("the run id names another tenant than the caller's")
-        # One read connection for both checks (the decision re-checks under the row lock).
-        with reading(self._s.engine) as conn:
-            row = get_run(conn, run_id)
-            if row is None:
-                raise NotFound(f"no run {run_id!r}")
-            if row.status in TERMINAL_STATUSES:
-                raise InterruptAlreadyResolved(
-                    f"run {run_id!r} is {row.status}; its interrupts can no longer be resolved",
-                    details={"runStatus": row.status},
-                )
-            target = self._target(conn, run_id, node_id, key)
+        with self._s.engine.begin() as conn:
+            run_status, target = self._target(conn, run_id, node_id, key)
+            parsed, resume_value = self._checked(target, resume_value, principal)
+            decided, status = self._decide_in(conn, target, parsed, resume_value, principal, hook)
+        if decided:
+            if hook is not None:
+                hook.committed()
+            self._s.on_enqueued(run_id)
+        if status == "timed-out":
+            raise InterruptAlreadyResolved(
+                f"the interrupt at node {node_id!r} timed out before this answer arrived",
+                details={"reason": "timeout"},
+            )
+        return {"runId": run_id, "nodeId": node_id, "status": status or run_status}
+
+    def _target(
+        self, conn: Connection, run_id: str, node_id: str, key: str | None
+    ) -> tuple[str, InterruptRecord]:
+        """The run's status and the pending interrupt a request addresses, held for the decision.
+
+        Raises:
+            NotFound: no such run, or no interrupt at the node (with ``key``: none with that key).
+            InterruptAlreadyResolved: the run ended, or the node's interrupts are all settled.
+        """
+        run_status, rows = interrupts_at_node(conn, run_id, node_id)
+        if run_status is None:
+            raise NotFound(f"no run {run_id!r}")
+        if run_status in TERMINAL_STATUSES:
+            raise InterruptAlreadyResolved(
+                f"run {run_id!r} is {run_status}; its interrupts can no longer be resolved",
+                details={"runStatus": run_status},
+            )
+        if key is not None:
+            rows = [r for r in rows if r.key == key]
+        if not rows:
+            raise NotFound(f"node {node_id!r} of run {run_id!r} has no interrupt")
+        pending = [r for r in rows if r.is_pending]
+        if not pending:
+            raise InterruptAlreadyResolved(f"the interrupt at node {node_id!r} was already {rows[-1].status}")
+        return run_status, pending[0]
+
+    def _checked(
+        self, target: InterruptRecord, resume_value: Any, principal: Principal
+    ) -> tuple[ApprovalResume | None, Any]:
+        """The parsed approval (``None`` for other kinds) and the value to record.
+
+        Raises:
+            ValidationError: the value does not fit the interrupt. Forbidden: an ineligible approver.
+        """
         payload = target.payload
         require_storable(resume_value, "/resumeValue")
         resume_value = normalize_resume(payload, resume_value)
@@ -210,64 +255,26 @@ class Resolver:
             check_eligible(
                 payload["data"], principal, ref_kinds=self._s.ref_kinds, membership=self._s.membership
             )
-        decided, status = self._decide(target, parsed, resume_value, principal, hook)
-        if decided:
-            self._s.on_enqueued(run_id)
-        if status == "timed-out":
-            raise InterruptAlreadyResolved(
-                f"the interrupt at node {node_id!r} timed out before this answer arrived",
-                details={"reason": "timeout"},
-            )
-        return {"runId": run_id, "nodeId": node_id, "status": status or row.status}
-
-    def _target(self, conn: Connection, run_id: str, node_id: str, key: str | None) -> InterruptRecord:
-        rows = interrupts_of_run(conn, run_id, node_id=node_id)
-        if key is not None:
-            rows = [r for r in rows if r.key == key]
-        if not rows:
-            raise NotFound(f"node {node_id!r} of run {run_id!r} has no interrupt")
-        pending = [r for r in rows if r.is_pending]
-        if not pending:
-            raise InterruptAlreadyResolved(f"the interrupt at node {node_id!r} was already {rows[-1].status}")
-        return pending[0]
-
-    def _decide(
-        self,
-        target: InterruptRecord,
-        parsed: ApprovalResume | None,
-        resume_value: Any,
-        principal: Principal,
-        hook: EnqueueHook | None = None,
-    ) -> tuple[bool, str | None]:
-        """Time out, vote or claim, in one transaction under the interrupt's row lock.
-
-        Returns (whether the run was queued, the run's status to report: ``running`` when the
-        gate was decided, ``timed-out`` when the deadline had passed, ``None`` for a vote that
-        did not decide). Counting and claiming under one lock means the vote that decides is
-        the one whose value is recorded; a conflicting vote arriving meanwhile sees a closed
-        gate (409). A vote counts for the authenticated principal (or the approver a token was
-        minted for): nothing in the resume value confers identity.
-        """
-        with self._s.engine.begin() as conn:
-            decided = self._decide_in(conn, target, parsed, resume_value, principal, hook)
-        if decided[0] and hook is not None:
-            hook.committed()
-        return decided
+        return parsed, resume_value
 
     def _decide_in(
         self,
         conn: Connection,
-        target: InterruptRecord,
+        current: InterruptRecord,
         parsed: ApprovalResume | None,
         resume_value: Any,
         principal: Principal,
         hook: EnqueueHook | None,
     ) -> tuple[bool, str | None]:
-        """:meth:`_decide` inside its transaction."""
+        """Time out, vote or claim ``current`` (read and held in ``conn``'s transaction).
+
+        Returns (whether the run was queued, the run's status to report: ``running`` when the
+        gate was decided, ``timed-out`` when the deadline had passed, ``None`` for a vote that
+        did not decide). Counting and claiming under the row's hold means the vote that decides
+        is the one whose value is recorded; a conflicting vote arriving meanwhile sees a closed
+        gate (409).
+        """
         now = self._s.clock()
-        current = lock_interrupt(conn, target.interrupt_id)
-        if current is None or not current.is_pending:
-            raise InterruptAlreadyResolved("the interrupt was resolved meanwhile")
         if current.deadline is not None and as_utc(now) >= as_utc(current.deadline):
             _time_out(conn, current, now)
             _enqueue(conn, current.run_id, now, hook)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from wop_langgraph.store.run_tables import interrupts_table
+from wop_langgraph.store.run_tables import interrupts_table, runs_table
 
 __all__ = [
     "FINAL_STATUSES",
@@ -30,6 +30,7 @@ __all__ = [
     "get_interrupt",
     "get_interrupt_by_key",
     "insert_interrupt",
+    "interrupts_at_node",
     "interrupts_of_run",
     "lock_interrupt",
     "mark_consumed",
@@ -123,6 +124,42 @@ def interrupts_of_run(
         query = query.where(_table.c.status.in_(list(statuses)))
     query = query.order_by(_table.c.created_at, _table.c.visit_index, _table.c.ordinal)
     return [_record(row) for row in conn.execute(query).mappings()]
+
+
+def interrupts_at_node(
+    conn: Connection, run_id: str, node_id: str
+) -> tuple[str | None, list[InterruptRecord]]:
+    """The run's status and its interrupts at ``node_id`` (oldest first), held until the
+    transaction ends: what a resolution decides on, read in the transaction that records it.
+
+    One statement when the node has interrupts (they are joined to their run); a second reads
+    the run's status when it has none. The status is ``None`` when there is no such run. On
+    PostgreSQL the interrupt rows are locked (``FOR UPDATE``); a SQLite write transaction
+    already holds the database (``BEGIN IMMEDIATE``).
+    """
+    postgres = conn.dialect.name == "postgresql"
+    params = {"at_run": run_id, "at_node": node_id}
+    rows = conn.execute(_at_node_statement(postgres), params).mappings().all()
+    if rows:
+        return str(rows[0]["run_status"]), [_record(row) for row in rows]
+    status = conn.execute(_run_status_statement(), params).scalar()
+    return (None if status is None else str(status)), []
+
+
+@functools.cache
+def _at_node_statement(postgres: bool) -> Any:
+    query = (
+        select(_table, runs_table.c.status.label("run_status"))
+        .join(runs_table, runs_table.c.run_id == _table.c.run_id)
+        .where(_table.c.run_id == bindparam("at_run"), _table.c.node_id == bindparam("at_node"))
+        .order_by(_table.c.created_at, _table.c.visit_index, _table.c.ordinal)
+    )
+    return query.with_for_update(of=_table) if postgres else query
+
+
+@functools.cache
+def _run_status_statement() -> Any:
+    return select(runs_table.c.status).where(runs_table.c.run_id == bindparam("at_run"))
 
 
 def lock_interrupt(conn: Connection, interrupt_id: str) -> InterruptRecord | None:
