@@ -5,7 +5,8 @@
 ``WWW-Authenticate: Bearer``); a known key without the operation's scope is ``403 forbidden``.
 
 The dependencies are ``async``: they do no I/O (the keys are configuration, held in memory),
-and FastAPI would otherwise run each of them on the thread pool, a hop per request.
+and FastAPI would otherwise run each of them on the thread pool, a hop per request. They are
+also flat (no sub-dependencies): FastAPI solves each dependency on every request.
 """
 
 from __future__ import annotations
@@ -18,17 +19,21 @@ from fastapi import Depends, Request
 
 from wop_langgraph.host import Principal
 from wop_langgraph.protocol.errors import Forbidden, Unauthenticated
-from wop_langgraph.server.state import ServerState, server_state
+from wop_langgraph.server.state import state_of
 
 __all__ = ["Caller", "authenticate", "require_scopes"]
 
 
-async def authenticate(request: Request, state: Annotated[ServerState, Depends(server_state)]) -> Principal:
+async def authenticate(request: Request) -> Principal:
     """The principal of the request's bearer API key.
 
     Raises:
         Unauthenticated: no ``Authorization: Bearer`` header, or an unknown key.
     """
+    return _principal(request)
+
+
+def _principal(request: Request) -> Principal:
     header = request.headers.get("authorization", "")
     scheme, _, credential = header.partition(" ")
     credential = credential.strip()
@@ -36,7 +41,7 @@ async def authenticate(request: Request, state: Annotated[ServerState, Depends(s
         raise Unauthenticated("send Authorization: Bearer <api key>")
     found: Principal | None = None
     # Compare against every key so the time taken does not tell which prefix matched.
-    for key, principal in state.api_keys.principals.items():
+    for key, principal in state_of(request).api_keys.principals.items():
         if hmac.compare_digest(key.encode(), credential.encode()):
             found = principal
     if found is None:
@@ -44,10 +49,11 @@ async def authenticate(request: Request, state: Annotated[ServerState, Depends(s
     return found
 
 
-def require_scopes(*scopes: str) -> Callable[[Principal], Coroutine[Any, Any, Principal]]:
+def require_scopes(*scopes: str) -> Callable[[Request], Coroutine[Any, Any, Principal]]:
     """A dependency that authenticates and then demands every one of ``scopes``."""
 
-    async def dependency(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+    async def dependency(request: Request) -> Principal:
+        principal = _principal(request)
         missing = [s for s in scopes if s not in principal.scopes]
         if missing:
             raise Forbidden(

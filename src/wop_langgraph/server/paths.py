@@ -12,16 +12,15 @@ Percent-escapes are decoded exactly once, by the HTTP layer: a ``%`` left in a s
 from __future__ import annotations
 
 import re
-from typing import Annotated
 from urllib.parse import unquote
 
-from fastapi import Depends, Request
+from fastapi import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wop_langgraph.host import Principal
 from wop_langgraph.protocol.errors import IdTenantMismatch, ValidationError
 from wop_langgraph.protocol.ids import AUTHOR_ID_PATTERN, TENANT_BOUND_ID_PATTERN, project_id, unproject_id
-from wop_langgraph.server.state import ServerState, server_state
+from wop_langgraph.server.state import state_of
 
 __all__ = ["SlashEscapeMiddleware", "bounded_path_ids", "node_id_from_path", "project_id", "run_id_from_path"]
 
@@ -69,14 +68,14 @@ def _decode(segment: str) -> str:
     return unproject_id(segment.replace("%", "~25"))
 
 
-async def bounded_path_ids(request: Request, state: Annotated[ServerState, Depends(server_state)]) -> None:
+async def bounded_path_ids(request: Request) -> None:
     """Refuse a ``runId`` or ``nodeId`` path segment longer than ``max_id_chars`` (a dependency;
     ``async``, on the event loop, since it does no I/O).
 
     Raises:
         ValidationError: the segment's name is in ``details.path``.
     """
-    limit = state.settings.max_id_chars
+    limit = state_of(request).settings.max_id_chars
     for name in ("runId", "nodeId"):
         value = request.path_params.get(name)
         if isinstance(value, str) and len(value) > limit:

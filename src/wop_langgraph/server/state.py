@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from wop_langgraph.server.delivery import CallbackDelivery
     from wop_langgraph.server.settings import ApiKeys, Settings
 
-__all__ = ["ServerState", "server_state"]
+__all__ = ["ServerState", "server_state", "state_of"]
 
 
 @dataclass
@@ -56,6 +56,12 @@ async def server_state(request: Request) -> ServerState:
     ``async`` because it does no I/O: FastAPI runs a plain ``def`` dependency on the thread
     pool, a hop per dependency per request (this and :mod:`.auth`'s run on the event loop).
     """
+    return state_of(request)
+
+
+def state_of(request: Request) -> ServerState:
+    """The app's :class:`ServerState`, for dependencies that need it without depending on
+    :func:`server_state` (every sub-dependency FastAPI solves costs time on every request)."""
     state = request.app.state.wop
     assert isinstance(state, ServerState)
     return state
