@@ -40,6 +40,15 @@ def _types(host: Any, run_id: str) -> list[tuple[str, str | None]]:
     return [(e["type"], e.get("nodeId")) for e in host.events(run_id)]
 
 
+def _one_node(name: str, node: Any) -> Any:
+    """A compiled graph that runs ``node`` (named ``name``) once."""
+    builder = StateGraph(_State)
+    builder.add_node(name, node)
+    builder.add_edge(START, name)
+    builder.add_edge(name, END)
+    return builder.compile()
+
+
 def _assert_opened_before_closed(events: list[dict[str, Any]]) -> None:
     """Every node event follows its execution's start (``node.started`` / ``node.resumed``)."""
     opened: set[str] = set()
@@ -75,12 +84,8 @@ def test_a_node_that_runs_longer_shows_its_start_while_it_runs(make_host: HostFa
         assert release.wait(30)
         return {"n": 1}
 
-    builder = StateGraph(_State)
-    builder.add_node("slow", slow)
-    builder.add_edge(START, "slow")
-    builder.add_edge("slow", END)
     host = make_host()
-    host.register("slow", builder.compile())
+    host.register("slow", _one_node("slow", slow))
     host.start_workers(1, poll_seconds=0.05, sweep_seconds=0)
     try:
         run_id = host.create_run("slow", {}, owner=ALICE, wait=False)["runId"]
@@ -108,12 +113,8 @@ def test_what_a_node_emits_comes_after_its_start(make_host: HostFactory) -> None
         escalate_on_low_confidence("agent-1", {"answer": 42}, 0.99)
         return {"n": 1}
 
-    builder = StateGraph(_State)
-    builder.add_node("decide", decide)
-    builder.add_edge(START, "decide")
-    builder.add_edge("decide", END)
     host = make_host()
-    host.register("decide", builder.compile())
+    host.register("decide", _one_node("decide", decide))
     run_id = host.create_run("decide", {}, owner=ALICE)["runId"]
     events = host.events(run_id)
     types = [(e["type"], e.get("nodeId")) for e in events]

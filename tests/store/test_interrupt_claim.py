@@ -417,15 +417,20 @@ def test_cancel_pending_cancels_only_pending_of_the_run(engine: Engine) -> None:
         assert cancel_pending(conn, RUN, now=at) == []
 
 
-def test_interrupts_of_run_filters_and_orders(engine: Engine) -> None:
-    second, first, third, other_node, elsewhere = insert(
-        engine,
+def _of_two_nodes_and_runs() -> list[InterruptRecord]:
+    """Three interrupts of the review node (two in one execution), one of another node, one of
+    another run, in an order that is not theirs."""
+    return [
         record("second", minutes=1, visit_index=0, ordinal=1),
         record("first", minutes=1, visit_index=0, ordinal=0),
         record("third", minutes=2),
         record("on-other-node", minutes=0, node_id="notify"),
         record("elsewhere", run_id=OTHER_RUN),
-    )
+    ]
+
+
+def test_interrupts_of_run_filters_and_orders(engine: Engine) -> None:
+    second, first, third, other_node, elsewhere = insert(engine, *_of_two_nodes_and_runs())
     assert resolve(engine, third.interrupt_id, True)
     with engine.connect() as conn:
         assert ids(interrupts_of_run(conn, RUN)) == ids([other_node, first, second, third])
@@ -438,14 +443,7 @@ def test_interrupts_of_run_filters_and_orders(engine: Engine) -> None:
 
 def test_interrupts_at_node_reads_the_run_status_with_the_nodes_interrupts(engine: Engine) -> None:
     insert_run(engine)
-    second, first, third, _other_node, _elsewhere = insert(
-        engine,
-        record("second", minutes=1, visit_index=0, ordinal=1),
-        record("first", minutes=1, visit_index=0, ordinal=0),
-        record("third", minutes=2),
-        record("on-other-node", minutes=0, node_id="notify"),
-        record("elsewhere", run_id=OTHER_RUN),
-    )
+    second, first, third, _other_node, _elsewhere = insert(engine, *_of_two_nodes_and_runs())
     assert resolve(engine, third.interrupt_id, "yes")
     resolved = fetch(engine, third.interrupt_id)
     with engine.begin() as conn:
