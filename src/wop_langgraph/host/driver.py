@@ -51,6 +51,7 @@ from wop_langgraph.nodes._context import (
 from wop_langgraph.nodes._suspend import Delivery
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
+from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once, append_events
 from wop_langgraph.store.interrupts import (
@@ -62,7 +63,7 @@ from wop_langgraph.store.interrupts import (
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_queue import Claim, ClaimedRun
 from wop_langgraph.store.run_tables import event_counters_table, events_table, runs_table
-from wop_langgraph.store.runs import TERMINAL_STATUSES
+from wop_langgraph.store.runs import TERMINAL_STATUSES, unfinished
 
 __all__ = ["TERMINAL_STATUSES", "DriveSignal", "GraphDriver", "Pass", "jsonable", "needs_async"]
 
@@ -556,7 +557,7 @@ class GraphDriver:
                     "rest_node": first.node_id,
                     "rest_now": now,
                 }
-                self.rested = conn.execute(_rest_statement(), params).first()
+                self.rested = _first(driver_statement(_rest_statement()).named(conn, params))
                 return Pass.IDLE if self.rested is not None else Pass.AGAIN
             if state.next:
                 # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
@@ -596,7 +597,7 @@ class GraphDriver:
             "end_node": failed_node if status == "failed" else None,
             "end_now": now,
         }
-        self.rested = conn.execute(_end_statement(), params).first()  # out of the queue too
+        self.rested = _first(driver_statement(_end_statement()).named(conn, params))  # out of the queue too
         if self.rested is None:
             _dequeue(conn, claim)
             return  # cancelled meanwhile: the cancellation already wrote the terminal event
@@ -710,7 +711,12 @@ def _node_failed(name: str, error: dict[str, Any]) -> NewEvent:
 
 
 def _dequeue(conn: Connection, claim: Claim) -> None:
-    conn.execute(_dequeue_statement(), {"deq_run_id": claim.run_id, "deq_owner": claim.owner})
+    params = {"deq_run_id": claim.run_id, "deq_owner": claim.owner}
+    driver_statement(_dequeue_statement()).rowcount(conn, params)
+
+
+def _first(rows: list[Any]) -> Any:
+    return rows[0] if rows else None
 
 
 # The statements of a pass's end, compiled once (parameters, not values, vary per run).
@@ -738,7 +744,7 @@ def _rest_statement() -> Any:
             runs_table.c.run_id == bindparam("rest_run_id"),
             runs_table.c.lease_owner == bindparam("rest_owner"),
             runs_table.c.queue_version == bindparam("rest_version"),
-            runs_table.c.status.not_in(TERMINAL_STATUSES),
+            unfinished(),
         )
         .values(
             status=bindparam("rest_status"),
@@ -760,7 +766,7 @@ def _end_statement() -> Any:
     held = runs_table.c.lease_owner == bindparam("end_owner")
     return (
         update(runs_table)
-        .where(runs_table.c.run_id == bindparam("end_run_id"), runs_table.c.status.not_in(TERMINAL_STATUSES))
+        .where(runs_table.c.run_id == bindparam("end_run_id"), unfinished())
         .values(
             status=bindparam("end_status"),
             outputs=bindparam("end_outputs", type_=runs_table.c.outputs.type),

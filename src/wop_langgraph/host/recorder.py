@@ -13,13 +13,14 @@ or ``node.failed``) commits in the transaction of the writes it describes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
 from langgraph.types import Interrupt
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, or_, select, update
 
 from wop_langgraph._clock import utcnow
 from wop_langgraph.adapters import payload_for
@@ -31,6 +32,7 @@ from wop_langgraph.nodes._suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.event_payloads import node_suspended_extensions
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
+from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.events import NewEvent, append_events
 from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt
 from wop_langgraph.store.recording import WriteBatch
@@ -132,16 +134,7 @@ class InterruptRecorder:
         run_id = batch.thread_id
         # One narrow read of the run's interrupts answers every question below (replay? same
         # execution? visit index? free key?); the insert's conflict loop covers concurrent writers.
-        known = conn.execute(
-            select(
-                interrupts_table.c.lg_interrupt_id,
-                interrupts_table.c.key,
-                interrupts_table.c.node_id,
-                interrupts_table.c.checkpoint_ns,
-                interrupts_table.c.visit_index,
-                interrupts_table.c.status,
-            ).where(interrupts_table.c.run_id == run_id)
-        ).all()
+        known = driver_statement(_known_statement()).named(conn, {"known_run": run_id})
         if any(row.lg_interrupt_id == item.id for row in known):
             return
         node_id, task_ns, payload = _unwrap(batch, item)
@@ -206,15 +199,43 @@ class InterruptRecorder:
         if kind in _LEGACY_REQUESTED:
             events.append(NewEvent(type=_LEGACY_REQUESTED[kind], node_id=node_id, payload=payload))
         append_events(conn, run_id, events, now=now)
-        conn.execute(
-            update(runs_table)
-            .where(runs_table.c.run_id == run_id, runs_table.c.status.in_(["pending", "running"]))
-            .values(
-                status=waiting_status_for(cast(InterruptKind, kind)), current_node_id=node_id, updated_at=now
-            )
-        )
+        waiting = {
+            "wait_run": run_id,
+            "wait_status": waiting_status_for(cast(InterruptKind, kind)),
+            "wait_node": node_id,
+            "wait_now": now,
+        }
+        driver_statement(_waiting_statement()).rowcount(conn, waiting)
         for hook in self.on_requested:
             hook(conn, stored)
+
+
+@functools.cache
+def _known_statement() -> Any:
+    """What :meth:`InterruptRecorder._record_one` reads of a run's interrupts (compiled once)."""
+    return select(
+        interrupts_table.c.lg_interrupt_id,
+        interrupts_table.c.key,
+        interrupts_table.c.node_id,
+        interrupts_table.c.checkpoint_ns,
+        interrupts_table.c.visit_index,
+        interrupts_table.c.status,
+    ).where(interrupts_table.c.run_id == bindparam("known_run"))
+
+
+@functools.cache
+def _waiting_statement() -> Any:
+    """A moving run now waits on the interrupt just recorded (compiled once)."""
+    moving = or_(runs_table.c.status == "pending", runs_table.c.status == "running")
+    return (
+        update(runs_table)
+        .where(runs_table.c.run_id == bindparam("wait_run"), moving)
+        .values(
+            status=bindparam("wait_status"),
+            current_node_id=bindparam("wait_node"),
+            updated_at=bindparam("wait_now", type_=runs_table.c.updated_at.type),
+        )
+    )
 
 
 def _profiles(item: Interrupt) -> list[str] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -18,7 +19,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine, bindparam, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.adapters.policy import ApprovalPolicy
@@ -36,6 +37,7 @@ from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, Ru
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
+from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
@@ -267,7 +269,8 @@ class WopHost:
                     hold = self.executor.adopt(lease)
                 # Inserted queued (one statement, not insert + enqueue); a worker may drive an
                 # unleased run the moment this commits, so the answer is what was committed.
-                conn.execute(runs_table.insert().values(**row, **queue))
+                values = row | queue
+                driver_statement(_insert_run_statement(tuple(values))).rowcount(conn, values)
                 append_events(conn, run_id, [NewEvent("run.started", started)], now=now)
                 if lease is None:  # leased here: other processes' workers have nothing to take
                     notify(conn, QUEUE_CHANNEL, run_id)
@@ -547,6 +550,13 @@ class WopHost:
         if row is None:
             raise NotFound(f"no run {run_id!r}")
         return row
+
+
+@functools.cache
+def _insert_run_statement(columns: tuple[str, ...]) -> Any:
+    """The insert of a new run's row with these columns (compiled once per column set)."""
+    values = {name: bindparam(name, type_=runs_table.c[name].type) for name in columns}
+    return runs_table.insert().values(values)
 
 
 def _snapshot_of(row: Any) -> dict[str, Any]:

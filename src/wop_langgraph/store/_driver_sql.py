@@ -34,7 +34,10 @@ above), ``Connection._has_events`` and ``Connection._echo`` (the checks above);
 
 from __future__ import annotations
 
+import functools
+import keyword
 import operator
+from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -47,7 +50,7 @@ from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.sql import ClauseElement, Executable
 from sqlalchemy.sql.compiler import SQLCompiler
 
-__all__ = ["DriverStatement", "driver_connection"]
+__all__ = ["DriverStatement", "driver_connection", "driver_statement"]
 
 _Bind = Callable[[Mapping[str, Any]], Sequence[Any] | dict[str, Any]]
 
@@ -89,6 +92,12 @@ class _Compiled:
     text: str
     #: ``params`` -> the parameters in the driver's form (a sequence or a dict).
     bind: _Bind
+    #: The names of the result columns (empty for a statement that returns no rows).
+    keys: tuple[str, ...]
+    #: A driver row -> the row as SQLAlchemy would return it (its types' result processors).
+    convert: Callable[[Sequence[Any]], Sequence[Any]] | None
+    #: The named tuple type of a result row (``None``: no rows, or a name that is no identifier).
+    row: Any
 
 
 class DriverStatement:
@@ -112,16 +121,38 @@ class DriverStatement:
             result = conn.execute(self.statement, params)
             return result.all() if result.returns_rows else []
         compiled = self._for(conn.dialect)
-        bound = _bind(conn, compiled, params)
-        cursor = None
-        try:
-            cursor = driver.cursor()
-            cursor.execute(compiled.text, bound)
-            found = cursor.fetchall() if cursor.description is not None else []
-            cursor.close()
-        except BaseException as exc:
-            _fail(conn, exc, compiled.text, bound, cursor)
-        return cast(Sequence[Sequence[Any]], found)
+        found, _ = _run(conn, driver, compiled, params)
+        return found
+
+    def mappings(self, conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """:meth:`rows` as dicts keyed by result column name."""
+        driver = driver_connection(conn)
+        if driver is None:
+            return [dict(row) for row in conn.execute(self.statement, params).mappings()]
+        compiled = self._for(conn.dialect)
+        found, _ = _run(conn, driver, compiled, params)
+        keys = compiled.keys
+        return [dict(zip(keys, row, strict=True)) for row in found]
+
+    def named(self, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
+        """:meth:`rows` as named tuples (attribute access by result column name, like a ``Row``)."""
+        driver = driver_connection(conn)
+        if driver is None:
+            return list(conn.execute(self.statement, params).all())
+        compiled = self._for(conn.dialect)
+        if compiled.row is None:
+            raise ValueError("the statement's result columns are not all identifiers")
+        found, _ = _run(conn, driver, compiled, params)
+        make = compiled.row._make
+        return [make(row) for row in found]
+
+    def rowcount(self, conn: Connection, params: Mapping[str, Any]) -> int:
+        """Run a statement that returns no rows; how many rows it changed."""
+        driver = driver_connection(conn)
+        if driver is None:
+            return int(conn.execute(self.statement, params).rowcount)
+        _, count = _run(conn, driver, self._for(conn.dialect), params)
+        return count
 
     def execute_many(self, conn: Connection, params: Sequence[Mapping[str, Any]]) -> None:
         """Run the statement once per parameter set (a statement that returns no rows)."""
@@ -151,6 +182,32 @@ class DriverStatement:
             compiled = self._compiled.setdefault(dialect, _compile(self.statement, dialect))
         self._last = (dialect, compiled)
         return compiled
+
+
+@functools.cache
+def driver_statement(statement: Executable) -> DriverStatement:
+    """The shared :class:`DriverStatement` of ``statement`` (a construct cached by its builder)."""
+    return DriverStatement(statement)
+
+
+def _run(
+    conn: Connection, driver: Any, compiled: _Compiled, params: Mapping[str, Any]
+) -> tuple[Sequence[Sequence[Any]], int]:
+    """Execute on ``driver``: the rows (converted as SQLAlchemy would) and the rowcount."""
+    bound = _bind(conn, compiled, params)
+    cursor = None
+    try:
+        cursor = driver.cursor()
+        cursor.execute(compiled.text, bound)
+        found = cursor.fetchall() if cursor.description is not None else []
+        count = cursor.rowcount
+        cursor.close()
+    except BaseException as exc:
+        _fail(conn, exc, compiled.text, bound, cursor)
+    convert = compiled.convert
+    if convert is not None and found:
+        found = [convert(row) for row in found]
+    return cast(Sequence[Sequence[Any]], found), int(count)
 
 
 def _bind(conn: Connection, compiled: _Compiled, params: Mapping[str, Any]) -> Any:
@@ -190,10 +247,44 @@ def _compile(statement: Executable, dialect: Dialect) -> _Compiled:
             raise ValueError(f"bind parameter {param.key!r}: not supported on the driver path")
         processor = param.type.dialect_impl(dialect).bind_processor(dialect)
         slots[name] = _Slot(param.key, name, param.required, param.value, processor)
+    keys, convert = _results(compiled, dialect)
     if compiled.positional:
-        return _Compiled(compiled.string, _positional([slots[name] for name in compiled.positiontup or ()]))
-    escaped = compiled.escaped_bind_names
-    return _Compiled(compiled.string, _named([(escaped.get(n, n), slot) for n, slot in slots.items()]))
+        bind = _positional([slots[name] for name in compiled.positiontup or ()])
+    else:
+        escaped = compiled.escaped_bind_names
+        bind = _named([(escaped.get(n, n), slot) for n, slot in slots.items()])
+    row = namedtuple("Row", keys) if _field_names(keys) else None
+    return _Compiled(compiled.string, bind, keys, convert, row)
+
+
+def _field_names(keys: tuple[str, ...]) -> bool:
+    """Whether ``keys`` can name the fields of a named tuple."""
+    names_ok = all(k.isidentifier() and not keyword.iskeyword(k) and not k.startswith("_") for k in keys)
+    return bool(keys) and names_ok and len(set(keys)) == len(keys)
+
+
+def _results(
+    compiled: SQLCompiler, dialect: Dialect
+) -> tuple[tuple[str, ...], Callable[[Sequence[Any]], Sequence[Any]] | None]:
+    """The result columns' names, and a row converter applying their types' result processors
+    (``None`` when no column has one: the driver's row is already what SQLAlchemy returns)."""
+    columns = compiled._result_columns
+    keys = tuple(column.keyname for column in columns)
+    processors = tuple(
+        (i, processor)
+        for i, column in enumerate(columns)
+        if (processor := column.type.dialect_impl(dialect).result_processor(dialect, None)) is not None
+    )
+    if not processors:
+        return keys, None
+
+    def convert(row: Sequence[Any]) -> list[Any]:
+        values = list(row)
+        for i, processor in processors:
+            values[i] = processor(values[i])
+        return values
+
+    return keys, convert
 
 
 @dataclass(frozen=True, slots=True)

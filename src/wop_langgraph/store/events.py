@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Integer, bindparam, false, func, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import iso_z
-from wop_langgraph.store._driver_sql import DriverStatement
+from wop_langgraph.store._driver_sql import driver_statement as _driver
 from wop_langgraph.store.appended import APPENDED_KEY, EVENTS_CHANNEL
 from wop_langgraph.store.run_tables import event_counters_table, events_table
 
@@ -241,12 +241,6 @@ def _row(event: NewEvent, now: datetime) -> dict[str, Any]:
 
 
 _ROW_COLUMNS = ("event_id", "type", "node_id", "payload", "timestamp", "schema_version", "causation_id")
-
-
-@functools.cache
-def _driver(statement: Any) -> DriverStatement:
-    """``statement`` (one of the cached constructs below) run on the driver connection."""
-    return DriverStatement(statement)
 
 
 @functools.cache

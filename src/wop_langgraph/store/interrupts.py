@@ -17,6 +17,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
 
 __all__ = [
@@ -85,9 +86,9 @@ def insert_interrupt(conn: Connection, record: InterruptRecord) -> tuple[Interru
     # Any unique conflict, not only the key's: two copies of one interrupt (a call task's and
     # its caller's, written by concurrent transactions on PostgreSQL) share the interrupt id.
     params = {f"new_{name}": getattr(record, name) for name in _FIELDS}
-    row = conn.execute(_insert_statement(conn.dialect.name), params).mappings().first()
-    if row is not None:
-        return _record(row), True  # as stored (the database's own reading of the values)
+    rows = driver_statement(_insert_statement(conn.dialect.name)).mappings(conn, params)
+    if rows:
+        return _record(rows[0]), True  # as stored (the database's own reading of the values)
     stored = get_interrupt_by_key(conn, record.key) or get_interrupt(conn, record.interrupt_id)
     if stored is None:  # pragma: no cover - the insert or the conflict guarantees a row
         raise RuntimeError(f"interrupt {record.key!r} vanished during insert")
@@ -139,11 +140,11 @@ def interrupts_at_node(
     """
     postgres = conn.dialect.name == "postgresql"
     params = {"at_run": run_id, "at_node": node_id}
-    rows = conn.execute(_at_node_statement(postgres), params).mappings().all()
+    rows = driver_statement(_at_node_statement(postgres)).mappings(conn, params)
     if rows:
         return str(rows[0]["run_status"]), [_record(row) for row in rows]
-    status = conn.execute(_run_status_statement(), params).scalar()
-    return (None if status is None else str(status)), []
+    found = driver_statement(_run_status_statement()).rows(conn, params)
+    return (str(found[0][0]) if found else None), []
 
 
 @functools.cache
@@ -210,7 +211,7 @@ def claim(
         "claim_at": now,
         "claim_votes": votes,
     }
-    return conn.execute(_claim_statement(votes is not None), params).rowcount == 1
+    return driver_statement(_claim_statement(votes is not None)).rowcount(conn, params) == 1
 
 
 @functools.cache
@@ -236,12 +237,24 @@ def mark_consumed(conn: Connection, interrupt_ids: Sequence[str], *, now: dateti
     """Record that the graph resumed past these resolved interrupts; returns how many changed."""
     if not interrupt_ids:
         return 0
+    if len(interrupt_ids) == 1:  # the usual case, compiled once
+        params = {"consumed_id": interrupt_ids[0], "consumed_now": now}
+        return driver_statement(_consume_one_statement()).rowcount(conn, params)
     statement = (
         update(_table)
         .where(_table.c.interrupt_id.in_(list(interrupt_ids)), _table.c.consumed_at.is_(None))
         .values(consumed_at=now)
     )
     return int(conn.execute(statement).rowcount)
+
+
+@functools.cache
+def _consume_one_statement() -> Any:
+    return (
+        update(_table)
+        .where(_table.c.interrupt_id == bindparam("consumed_id"), _table.c.consumed_at.is_(None))
+        .values(consumed_at=bindparam("consumed_now", type_=_table.c.consumed_at.type))
+    )
 
 
 def resolved_unconsumed(conn: Connection, run_id: str | None = None) -> list[InterruptRecord]:
@@ -255,7 +268,8 @@ def resolved_unconsumed(conn: Connection, run_id: str | None = None) -> list[Int
 def open_work(conn: Connection, run_id: str) -> tuple[list[InterruptRecord], list[InterruptRecord]]:
     """The run's undelivered resolutions (as :func:`resolved_unconsumed`) and its pending
     interrupts (as :func:`interrupts_of_run` with ``statuses=["pending"]``), in one read."""
-    records = [_record(row) for row in conn.execute(_open_work_statement(), {"of_run": run_id}).mappings()]
+    found = driver_statement(_open_work_statement()).mappings(conn, {"of_run": run_id})
+    records = [_record(row) for row in found]
     undelivered = sorted(
         (r for r in records if r.status != "pending"),
         key=lambda r: r.resolved_at.timestamp() if r.resolved_at else 0.0,
@@ -272,7 +286,11 @@ def _open_work_statement() -> Any:
         _table.c.run_id == bindparam("of_run"),
         or_(
             _table.c.status == "pending",
-            and_(_table.c.status.in_(["resolved", "expired"]), _table.c.consumed_at.is_(None)),
+            # Not ``in_``: a literal list renders per execution, and this is compiled once.
+            and_(
+                or_(_table.c.status == "resolved", _table.c.status == "expired"),
+                _table.c.consumed_at.is_(None),
+            ),
         ),
     )
 
@@ -303,8 +321,8 @@ def count_consumed(conn: Connection, run_id: str, node_id: str) -> int:
 
 
 def _one(conn: Connection, column: str, value: str) -> InterruptRecord | None:
-    row = conn.execute(_one_statement(column), {"one_value": value}).mappings().first()
-    return None if row is None else _record(row)
+    rows = driver_statement(_one_statement(column)).mappings(conn, {"one_value": value})
+    return _record(rows[0]) if rows else None
 
 
 @functools.cache

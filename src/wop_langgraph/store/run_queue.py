@@ -35,8 +35,10 @@ from sqlalchemy import (
     update,
 )
 
+from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.runs import unfinished
 
 __all__ = [
     "CANCEL_CHANNEL",
@@ -62,7 +64,6 @@ QUEUE_CHANNEL = "wop_queue"
 CANCEL_CHANNEL = "wop_cancel"
 
 _runs = runs_table
-_TERMINAL = ("completed", "failed", "cancelled")
 #: Earlier than any ``queued_at``: "queued" is spelled as a range on it, not ``IS NOT NULL``,
 #: because SQLite's planner uses ``ix_wop_runs_queued`` for a range but answers an unordered
 #: ``IS NOT NULL`` with a scan of every run (10,000 suspended runs: 8 ms per idle poll).
@@ -119,7 +120,7 @@ def enqueue(conn: Connection, run_id: str, *, now: datetime, running: bool = Fal
     """
     postgres = conn.dialect.name == "postgresql"
     params = {"enq_run_id": run_id, "enq_now": now, "enq_channel": QUEUE_CHANNEL}
-    conn.execute(_enqueue_statement(running, postgres), params)
+    driver_statement(_enqueue_statement(running, postgres)).rows(conn, params)
 
 
 @functools.cache
@@ -134,11 +135,7 @@ def _enqueue_statement(running: bool, notify: bool) -> Any:
     if running:
         values["status"] = "running"
         values["current_node_id"] = None
-    statement = (
-        update(_runs)
-        .where(_runs.c.run_id == bindparam("enq_run_id"), _runs.c.status.not_in(_TERMINAL))
-        .values(**values)
-    )
+    statement = update(_runs).where(_runs.c.run_id == bindparam("enq_run_id"), unfinished()).values(**values)
     if notify:
         return statement.returning(func.pg_notify(bindparam("enq_channel"), _runs.c.run_id))
     return statement
