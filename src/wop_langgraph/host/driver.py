@@ -169,6 +169,8 @@ class GraphDriver:
     _pending_at_start: list[InterruptRecord] = field(default_factory=list, init=False, repr=False)
     #: The tasks of the pass's first step that finished before the pass.
     _finished_before: set[str] = field(default_factory=set, init=False, repr=False)
+    #: Whether a task of the current pass suspended on an interrupt (its stream said so).
+    _suspended: bool = field(default=False, init=False, repr=False)
     #: The run's row (its snapshot columns) as the pass that put it to rest left it, if one did.
     rested: Any = field(default=None, init=False, repr=False)
 
@@ -204,6 +206,7 @@ class GraphDriver:
         pending run is running from it, and it read the queue version and the status.
         """
         self.rested = None
+        self._suspended = False
         if claimed is not None:
             claim, status = claimed.claim, claimed.status
             if self.signal.stop.is_set():  # cancelled between the claim and the drive
@@ -393,6 +396,7 @@ class GraphDriver:
         tasks.callers.pop(task_id, None)
         error = chunk["error"]
         if error is None and chunk.get("interrupts"):
+            self._suspended = True
             return None
         if task_id in tasks.pulled:
             tasks.pulled.discard(task_id)
@@ -534,20 +538,26 @@ class GraphDriver:
         if delivered:
             mark_consumed(conn, [r.interrupt_id for r in delivered], now=self.clock())
 
-    def _settle(self, claim: Claim, config: RunnableConfig, delivered: list[InterruptRecord]) -> Pass:
+    def _settle(
+        self, claim: Claim, config: RunnableConfig, delivered: list[InterruptRecord], state: Any = None
+    ) -> Pass:
         """Leave the queue waiting on an interrupt, or end the run, or go again if work arrived.
 
         One transaction: the delivered resolutions are consumed, the run's open interrupts
         read, and the run either waits (if no work arrived meanwhile) or ends.
         """
-        state = self.graph.get_state(config)
+        if state is None and not self._suspended:
+            state = self.graph.get_state(config)
+        # else: a task of this pass suspended, so the graph stopped at its interrupt; unless
+        # its interrupt is not pending (not ours to answer), the state is not needed.
         now = self.clock()
+        needs_state = False
         with self._logging() as conn:  # (a start is held here only if its task wrote nothing)
             self._mark_consumed(conn, delivered)
             undelivered, pending = open_work(conn, self.run_id)
             if undelivered:
                 return Pass.AGAIN  # a resolution committed while the graph ran
-            if pending and state.interrupts:
+            if pending and (state is None or state.interrupts):
                 first = pending[0]
                 params = {
                     "rest_run_id": self.run_id,
@@ -559,13 +569,18 @@ class GraphDriver:
                 }
                 self.rested = _first(driver_statement(_rest_statement()).named(conn, params))
                 return Pass.IDLE if self.rested is not None else Pass.AGAIN
-            if state.next:
+            if state is None:
+                needs_state = True  # read outside the transaction, as above
+            elif state.next:
                 # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
                 self._finish(conn, claim, "failed", error=_stuck_error(state.next))
                 return Pass.IDLE
-            values = state.values
-            outputs = jsonable(values) if isinstance(values, dict) else {"value": jsonable(values)}
-            self._finish(conn, claim, "completed", outputs=outputs)
+            else:
+                values = state.values
+                outputs = jsonable(values) if isinstance(values, dict) else {"value": jsonable(values)}
+                self._finish(conn, claim, "completed", outputs=outputs)
+        if needs_state:
+            return self._settle(claim, config, [], self.graph.get_state(config))
         return Pass.IDLE
 
     def _stopped(self, claim: Claim, delivered: list[InterruptRecord] | None = None) -> Pass:

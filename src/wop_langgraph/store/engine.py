@@ -20,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -169,14 +170,47 @@ def _enable_wal(cursor: sqlite3.Cursor) -> None:
 
 def _on_sqlite_begin(conn: Connection) -> None:
     read_only = bool(conn.get_execution_options().get(READ_ONLY))
-    if (not read_only or is_memory_sqlite(conn.engine)) and _HELD_LOCK not in conn.info:
-        # Queue on the process's lock rather than in SQLite's busy handler, which sleeps
-        # 1-100 ms per try: 32 resolves and 4 workers colliding lost hundreds of ms to it.
-        # Past the busy timeout, go on without it and let SQLite decide as before.
-        lock = _lock_of(conn.engine)
-        if lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
-            conn.info[_HELD_LOCK] = lock
-    conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+    lock, memory = _begin_facts(conn.engine)
+    # Queue on the process's lock rather than in SQLite's busy handler, which sleeps 1-100 ms
+    # per try: 32 resolves and 4 workers colliding lost hundreds of ms to it. Past the busy
+    # timeout, go on without it and let SQLite decide as before.
+    needs_lock = (not read_only or memory) and _HELD_LOCK not in conn.info
+    if needs_lock and lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
+        conn.info[_HELD_LOCK] = lock
+    begin = "BEGIN" if read_only else "BEGIN IMMEDIATE"
+    if not _watches_statements(conn):
+        # Straight on the driver: every transaction begins here, and SQLAlchemy's statement
+        # machinery costs more than the BEGIN. Its errors are wrapped as through SQLAlchemy.
+        try:
+            conn.connection.driver_connection.execute(begin)  # type: ignore[union-attr]
+        except sqlite3.Error as exc:
+            conn._handle_dbapi_exception(exc, begin, (), None, None)
+        return
+    conn.exec_driver_sql(begin)  # a listener watches statements: let it see this one
+
+
+def _watches_statements(conn: Connection) -> bool:
+    """Whether a listener on ``conn`` or its engine watches statements (it must see BEGIN)."""
+    events = conn.dispatch if conn._has_events else conn.engine.dispatch
+    return bool(
+        events.before_cursor_execute
+        or events.after_cursor_execute
+        or events.before_execute
+        or events.after_execute
+        or conn._echo
+        or conn.dialect.dispatch.do_execute
+    )
+
+
+#: engine -> (its file's write lock, whether it is a private in-memory database).
+_engine_facts: weakref.WeakKeyDictionary[Engine, tuple[WriteLock, bool]] = weakref.WeakKeyDictionary()
+
+
+def _begin_facts(engine: Engine) -> tuple[WriteLock, bool]:
+    facts = _engine_facts.get(engine)
+    if facts is None:
+        facts = _engine_facts.setdefault(engine, (_lock_of(engine), is_memory_sqlite(engine)))
+    return facts
 
 
 def _release_write_lock(_dbapi_connection: Any, record: Any, *_: Any) -> None:
