@@ -167,16 +167,18 @@ def _claimable(now: datetime | BindParameter[datetime]) -> ColumnElement[bool]:
 
 
 @functools.cache
-def _take_statement() -> Any:
-    """Take the lease of one claimable run (by id, of the given workflows) and read its row.
+def _take_statement(workflows: int) -> Any:
+    """Take the lease of one claimable run (by id, of one of ``workflows`` workflows,
+    ``take_wf_<i>``) and read its row.
 
-    Compiled once; a ``pending`` run becomes ``running`` in the same statement.
+    Compiled once per number of workflows (an ``IN`` list would render per execution); a
+    ``pending`` run becomes ``running`` in the same statement.
     """
     return (
         update(_runs)
         .where(
             _runs.c.run_id == bindparam("take_run_id"),
-            _runs.c.workflow_id.in_(bindparam("workflow_ids", expanding=True)),
+            or_(*(_runs.c.workflow_id == bindparam(f"take_wf_{i}") for i in range(workflows))),
             _claimable(bindparam("take_now", type_=_runs.c.lease_until.type)),
         )
         .values(
@@ -205,16 +207,19 @@ def claim_run(
 ) -> ClaimedRun | None:
     """Lease ``run_id`` if it is queued, nobody holds it and its workflow is one of
     ``workflow_ids``; ``None`` otherwise."""
+    if not workflow_ids:
+        return None
     params = {
         "take_run_id": run_id,
-        "workflow_ids": list(workflow_ids),
         "take_now": now,
         "take_owner": owner,
         "take_until": now + lease,
     }
-    row = conn.execute(_take_statement(), params).first()
-    if row is None:
+    params.update({f"take_wf_{i}": workflow_id for i, workflow_id in enumerate(workflow_ids)})
+    rows = driver_statement(_take_statement(len(workflow_ids))).named(conn, params)
+    if not rows:
         return None
+    row = rows[0]
     return ClaimedRun(
         Claim(run_id, owner, int(row.queue_version)),
         workflow_id=str(row.workflow_id),
