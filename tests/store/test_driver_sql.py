@@ -13,13 +13,14 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, String, cast, event, select, text
+from sqlalchemy import Connection, Engine, String, bindparam, cast, event, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError, StatementError
 
 from wop_langgraph._clock import as_utc
-from wop_langgraph.store._driver_sql import driver_connection
+from wop_langgraph.store._driver_sql import driver_connection, driver_statement
 from wop_langgraph.store.events import NewEvent, append_event_once, append_events, read_events
-from wop_langgraph.store.run_tables import events_table
+from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, open_work
+from wop_langgraph.store.run_tables import events_table, interrupts_table
 
 RUN = "acme/run-driver"
 TWIN = "acme/run-sqlalchemy"
@@ -215,3 +216,86 @@ def test_a_lost_connection_is_invalidated_as_through_sqlalchemy(engine: Engine) 
     with engine.begin() as conn:  # the pool hands out a working connection again
         (appended,) = append_events(conn, RUN, [NewEvent("log.appended", {})], now=MOMENTS[0])
     assert appended.sequence == 0
+
+
+def _interrupt(tag: str, moment: datetime, payload: dict[str, Any]) -> InterruptRecord:
+    return InterruptRecord(
+        interrupt_id=f"acme/int-{tag}",
+        run_id=RUN,
+        node_id="review",
+        key=f"key-{tag}",
+        lg_interrupt_id=f"lg-{tag}",
+        task_id=f"task-{tag}",
+        kind="approval",
+        payload=payload,
+        created_at=moment,
+        deadline=moment + timedelta(minutes=5),
+        profiles=["auth-required"],
+    )
+
+
+def test_rows_read_on_the_driver_are_the_rows_sqlalchemy_returns(engine: Engine) -> None:
+    # JSON documents and moments come back converted by the columns' own types, as SQLAlchemy
+    # converts them: insert_interrupt answers the stored row, open_work reads rows back.
+    stored = []
+    with engine.begin() as conn:
+        assert driver_connection(conn) is not None
+        for i, (payload, moment) in enumerate(zip(PAYLOADS, MOMENTS, strict=True)):
+            record, inserted = insert_interrupt(conn, _interrupt(str(i), moment, payload))
+            assert inserted
+            stored.append(record)
+        driver_read = open_work(conn, RUN)[1]
+    with engine.begin() as conn, through_sqlalchemy(conn):
+        sqlalchemy_read = open_work(conn, RUN)[1]
+        again, inserted = insert_interrupt(conn, _interrupt("0", MOMENTS[0], {"other": True}))
+    assert not inserted and again == stored[0]  # the row as stored, not the one offered
+    assert driver_read == sqlalchemy_read == sorted(stored, key=lambda r: r.created_at)
+    assert [r.payload for r in stored] == PAYLOADS
+    assert [as_utc(r.created_at) for r in stored[:3]] == MOMENTS[:3]
+    assert stored[0].profiles == ["auth-required"] and stored[0].deadline is not None
+
+
+def test_named_rows_and_rowcounts_match_sqlalchemys(engine: Engine) -> None:
+    with engine.begin() as conn:
+        insert_interrupt(conn, _interrupt("a", MOMENTS[0], PAYLOADS[0]))
+    query = driver_statement(
+        select(interrupts_table.c.key, interrupts_table.c.payload, interrupts_table.c.created_at).where(
+            interrupts_table.c.run_id == bindparam("of_run")
+        )
+    )
+    consume = driver_statement(
+        update(interrupts_table)
+        .where(interrupts_table.c.run_id == bindparam("of_run"), interrupts_table.c.consumed_at.is_(None))
+        .values(consumed_at=bindparam("at", type_=interrupts_table.c.consumed_at.type))
+    )
+    answers = []
+    for path in ("driver", "sqlalchemy"):
+        with engine.begin() as conn:
+            if path == "sqlalchemy":
+                event.listen(conn, "before_cursor_execute", _noop)
+            else:
+                assert driver_connection(conn) is not None
+            (row,) = query.named(conn, {"of_run": RUN})
+            counts = [consume.rowcount(conn, {"of_run": RUN, "at": MOMENTS[1]}) for _ in range(2)]
+            answers.append(((row.key, row.payload, as_utc(row.created_at)), counts))
+            conn.rollback()
+    assert answers[0] == answers[1] == ((("key-a", PAYLOADS[0], MOMENTS[0])), [1, 0])
+
+
+def test_a_sqlite_transaction_begins_on_the_driver_unless_a_listener_watches(engine: Engine) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("the SQLite begin hook")
+    seen: list[str] = []
+
+    def watch(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(statement)
+
+    with engine.begin() as conn:
+        assert conn.connection.driver_connection.in_transaction  # type: ignore[union-attr]
+    event.listen(engine, "before_cursor_execute", watch)
+    try:
+        with engine.begin() as conn:
+            assert conn.connection.driver_connection.in_transaction  # type: ignore[union-attr]
+    finally:
+        event.remove(engine, "before_cursor_execute", watch)
+    assert seen == ["BEGIN IMMEDIATE"]  # a watcher sees every statement, BEGIN too
