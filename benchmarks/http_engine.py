@@ -12,7 +12,11 @@ API-only server and K ``worker`` processes of N threads each):
     (whose first node sleeps ``--sleep`` seconds), back to back.
 
 Repeated ``--rounds`` times; latencies of all rounds are pooled. Targets: resolve p99 <= 100 ms,
-``POST /runs`` p99 <= 100 ms.
+``POST /runs`` p99 <= 100 ms. ``cpu ms/req`` is the CPU time (user + system, read from ``/proc``,
+so Linux only) the server process used during the bursts, divided by their requests: with
+in-process workers it includes what the resolved or created runs cost the workers meanwhile. The
+server is one GIL-bound process, so a burst's p99 is about its total CPU; this figure is less noisy
+than the latencies on a shared machine.
 
     python benchmarks/http_engine.py --clients 32 --rounds 3
 """
@@ -48,6 +52,36 @@ from wop_langgraph.protocol.ids import project_id
 TARGET_MS = 100.0
 
 
+class ServerCpu:
+    """The CPU time a process spends during measured calls, per request (``/proc``; Linux only)."""
+
+    def __init__(self, pid: int) -> None:
+        self.path = f"/proc/{pid}/stat"
+        self.seconds = 0.0
+        self.requests = 0
+
+    def _used(self) -> float | None:
+        try:
+            with open(self.path) as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        # utime and stime: fields 14 and 15 of proc(5), the 12th and 13th after the command name.
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def measure(self, requests: int, call: Callable[[], None]) -> None:
+        """Run ``call``, which sends ``requests`` requests, and count the CPU the server used."""
+        before = self._used()
+        call()
+        after = self._used()
+        if before is not None and after is not None:
+            self.seconds += after - before
+            self.requests += requests
+
+    def per_request_ms(self) -> float | None:
+        return 1000 * self.seconds / self.requests if self.requests else None
+
+
 def _concurrently(clients: list[httpx.Client], work: Callable[[httpx.Client, int], None]) -> None:
     """Run ``work(client, index)`` on one thread per client, all released at once."""
     barrier = threading.Barrier(len(clients))
@@ -76,7 +110,7 @@ def _create(client: httpx.Client, workflow: str) -> str:
     return str(response.json()["runId"])
 
 
-def resolve_round(base: str, clients: list[httpx.Client], timeout: float) -> list[float]:
+def resolve_round(base: str, clients: list[httpx.Client], timeout: float, cpu: ServerCpu) -> list[float]:
     """Resolve one suspended run per client, concurrently; returns the latencies (s)."""
     with httpx.Client(base_url=base, headers=AUTH, timeout=60) as setup:
         ids = [_create(setup, "gate_then_sleep") for _ in clients]
@@ -92,11 +126,11 @@ def resolve_round(base: str, clients: list[httpx.Client], timeout: float) -> lis
         if response.status_code != 200:
             raise SystemExit(f"resolve answered {response.status_code}: {response.text}")
 
-    _concurrently(clients, resolve)
+    cpu.measure(len(clients), lambda: _concurrently(clients, resolve))
     return latencies
 
 
-def create_round(clients: list[httpx.Client], creates: int) -> list[float]:
+def create_round(clients: list[httpx.Client], creates: int, cpu: ServerCpu) -> list[float]:
     """Each client creates ``creates`` runs back to back; returns the latencies (s)."""
     latencies: list[list[float]] = [[] for _ in clients]
 
@@ -106,27 +140,32 @@ def create_round(clients: list[httpx.Client], creates: int) -> list[float]:
             _create(client, "sleep_first")
             latencies[index].append(time.perf_counter() - started)
 
-    _concurrently(clients, create)
+    cpu.measure(len(clients) * creates, lambda: _concurrently(clients, create))
     return [x for per_client in latencies for x in per_client]
 
 
-def measure(url: str, args: argparse.Namespace) -> dict[str, list[float]]:
+def measure(url: str, args: argparse.Namespace) -> dict[str, tuple[list[float], float | None]]:
+    """Latencies (s) and server CPU per request (ms) of each request kind."""
     env = {"WOP_BENCH_SLEEP": str(args.sleep), "WOP_SWEEP_INTERVAL_SECONDS": "0"}
     # With --worker-processes the API process drives nothing: its workers run beside it.
     in_process = 0 if args.worker_processes else args.workers
     with (
-        server(url, workers=in_process, env=env) as (base, _process),
+        server(url, workers=in_process, env=env) as (base, process),
         worker_processes(url, args.worker_processes, concurrency=args.workers, env=env),
     ):
         clients = [httpx.Client(base_url=base, headers=AUTH, timeout=60) for _ in range(args.clients)]
+        resolve_cpu, create_cpu = ServerCpu(process.pid), ServerCpu(process.pid)
         try:
             resolves: list[float] = []
             creates: list[float] = []
             for _ in range(args.rounds):
                 # Runs of the previous round still sleep in the workers: the server is busy.
-                resolves += resolve_round(base, clients, args.timeout)
-                creates += create_round(clients, args.creates)
-            return {"resolve": resolves, "POST /runs": creates}
+                resolves += resolve_round(base, clients, args.timeout, resolve_cpu)
+                creates += create_round(clients, args.creates, create_cpu)
+            return {
+                "resolve": (resolves, resolve_cpu.per_request_ms()),
+                "POST /runs": (creates, create_cpu.per_request_ms()),
+            }
         finally:
             for client in clients:
                 client.close()
@@ -151,15 +190,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", default=os.environ.get(POSTGRES_ENV))
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default=None, help="only this one")
     args = parser.parse_args(argv)
-    widths = [22, 8, 9, 9, 9, 8]
+    widths = [22, 8, 9, 9, 9, 8, 12]
     results: list[list[Any]] = []
     for backend in backends(args.postgres, args.backend):
         with database(backend, args.postgres) as url:
-            for name, values in measure(url, args).items():
+            for name, (values, cpu_ms) in measure(url, args).items():
                 ms = [1000 * v for v in values]
                 p99 = percentile(ms, 0.99)
                 verdict = "meets" if p99 <= TARGET_MS else "ABOVE"
-                results.append([f"{backend} {name}", len(ms), p50(ms), p99, max(ms), verdict])
+                cpu_cell = "n/a" if cpu_ms is None else cpu_ms
+                results.append([f"{backend} {name}", len(ms), p50(ms), p99, max(ms), verdict, cpu_cell])
     where = (
         f"serve --workers 0 + {args.worker_processes} worker processes of {args.workers}"
         if args.worker_processes
@@ -169,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         f"HTTP latency with busy workers: {args.clients} concurrent clients, {where}, "
         f"slow node {args.sleep:g} s, target p99 <= {TARGET_MS:.0f} ms"
     )
-    print(row(["backend / request", "samples", "p50 ms", "p99 ms", "max ms", "target"], widths))
+    print(row(["backend / request", "samples", "p50 ms", "p99 ms", "max ms", "target", "cpu ms/req"], widths))
     for cells in results:
         print(row(cells, widths))
     return 0
