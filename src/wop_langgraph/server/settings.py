@@ -53,6 +53,9 @@ class Settings(BaseSettings):
         max_string_chars: the longest string or object key in a JSON request body.
         max_id_chars: the longest id in a path (``runId``, ``nodeId``).
         events_page_size: the most events one poll answers or one SSE read fetches.
+        request_threads: threads that run blocking request handlers (default: the size of
+            the database connection pool, so that a burst queues for a thread instead of
+            opening connections it closes again).
     """
 
     model_config = SettingsConfigDict(env_prefix="WOP_", extra="ignore")
@@ -75,6 +78,7 @@ class Settings(BaseSettings):
     max_string_chars: int = Field(default=256 * 1024, ge=256)
     max_id_chars: int = Field(default=512, ge=64, le=4096)
     events_page_size: int = Field(default=1000, ge=1, le=100_000)
+    request_threads: int | None = Field(default=None, ge=1)
     callback_allow: AllowList | None = Field(default=None, exclude=True)
     """Test-only egress allowance for a loopback receiver; never set from the environment."""
     # Notifications (wop_langgraph.notify; off unless a directory is given). See the README.

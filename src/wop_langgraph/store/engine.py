@@ -122,6 +122,10 @@ def _sqlite_engine(url: URL, **kwargs: Any) -> Engine:
     if url.database in (None, "", ":memory:"):
         # One shared connection: every new connection to ":memory:" would be another database.
         options["poolclass"] = StaticPool
+    else:
+        # As for PostgreSQL: a file's connection is cheap to keep, and opening one (the
+        # pragmas, the WAL check) costs ~0.5 ms CPU each time a burst overflows the pool.
+        options |= {"pool_size": 10, "max_overflow": 20}
     options.update(kwargs)
     engine = create_engine(url, **options)
     configure_sqlite(engine)
