@@ -50,6 +50,8 @@ from sqlalchemy.exc import InvalidRequestError
 from sqlalchemy.sql import ClauseElement, Executable
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from wop_langgraph.store.engine import watches_statements
+
 __all__ = ["DriverStatement", "driver_connection", "driver_statement"]
 
 _Bind = Callable[[Mapping[str, Any]], Sequence[Any] | dict[str, Any]]
@@ -67,18 +69,7 @@ def driver_connection(conn: Connection) -> Any | None:
     nested = conn.get_nested_transaction()
     if nested is not None and not nested.is_active:
         return None
-    # Listeners on the connection itself join the engine's (slower to ask; rarely there).
-    events = conn.dispatch if conn._has_events else conn.engine.dispatch
-    if (
-        events.before_cursor_execute
-        or events.after_cursor_execute
-        or events.before_execute
-        or events.after_execute
-        or conn._echo
-    ):
-        return None
-    dialect_events = conn.dialect.dispatch
-    if dialect_events.do_execute or dialect_events.do_executemany:
+    if watches_statements(conn):
         return None
     if conn.get_execution_options().get("schema_translate_map"):
         return None  # the SQL would be rendered per execution

@@ -39,6 +39,7 @@ __all__ = [
     "normalize_url",
     "one_statement",
     "reading",
+    "watches_statements",
     "write_lock",
 ]
 
@@ -182,7 +183,7 @@ def _on_sqlite_begin(conn: Connection) -> None:
     if needs_lock and lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
         conn.info[_HELD_LOCK] = lock
     begin = "BEGIN" if read_only else "BEGIN IMMEDIATE"
-    if not _watches_statements(conn):
+    if not watches_statements(conn):
         # Straight on the driver: every transaction begins here, and SQLAlchemy's statement
         # machinery costs more than the BEGIN. Its errors are wrapped as through SQLAlchemy.
         try:
@@ -193,16 +194,21 @@ def _on_sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(begin)  # a listener watches statements: let it see this one
 
 
-def _watches_statements(conn: Connection) -> bool:
-    """Whether a listener on ``conn`` or its engine watches statements (it must see BEGIN)."""
+def watches_statements(conn: Connection) -> bool:
+    """Whether something watches the statements of ``conn``: a statement or cursor listener
+    on it or its engine, the dialect's ``do_execute``/``do_executemany`` hooks, or SQL logging
+    (``echo``). Then statements must run through SQLAlchemy, which shows them all."""
+    # Listeners on the connection itself join the engine's (slower to ask; rarely there).
     events = conn.dispatch if conn._has_events else conn.engine.dispatch
+    dialect_events = conn.dialect.dispatch
     return bool(
         events.before_cursor_execute
         or events.after_cursor_execute
         or events.before_execute
         or events.after_execute
         or conn._echo
-        or conn.dialect.dispatch.do_execute
+        or dialect_events.do_execute
+        or dialect_events.do_executemany
     )
 
 
