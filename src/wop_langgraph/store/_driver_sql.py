@@ -28,7 +28,8 @@ literal-execute parameters, Python-side column defaults, a schema translate map)
 when compiled.
 
 Three SQLAlchemy internals are used: ``Connection._handle_dbapi_exception`` (the error handling
-above), ``Connection._has_events`` and ``Connection._echo`` (the checks above);
+above), ``Connection._has_events`` and ``Connection._echo`` (the checks above, in
+:func:`~wop_langgraph.store.engine.watches_statements`);
 ``tests/store/test_driver_sql.py`` fails if any of them stops doing its part.
 """
 
@@ -107,43 +108,36 @@ class DriverStatement:
 
     def rows(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
         """Run the statement with ``params`` in ``conn``'s transaction; all its rows (or ``[]``)."""
-        driver = driver_connection(conn)
-        if driver is None:
+        ran = self._on_driver(conn, params)
+        if ran is None:
             result = conn.execute(self.statement, params)
             return result.all() if result.returns_rows else []
-        compiled = self._for(conn.dialect)
-        found, _ = _run(conn, driver, compiled, params)
-        return found
+        return ran[1]
 
     def mappings(self, conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """:meth:`rows` as dicts keyed by result column name."""
-        driver = driver_connection(conn)
-        if driver is None:
+        ran = self._on_driver(conn, params)
+        if ran is None:
             return [dict(row) for row in conn.execute(self.statement, params).mappings()]
-        compiled = self._for(conn.dialect)
-        found, _ = _run(conn, driver, compiled, params)
-        keys = compiled.keys
-        return [dict(zip(keys, row, strict=True)) for row in found]
+        compiled, found, _ = ran
+        return [dict(zip(compiled.keys, row, strict=True)) for row in found]
 
     def named(self, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
         """:meth:`rows` as named tuples (attribute access by result column name, like a ``Row``)."""
-        driver = driver_connection(conn)
-        if driver is None:
+        ran = self._on_driver(conn, params)
+        if ran is None:
             return list(conn.execute(self.statement, params).all())
-        compiled = self._for(conn.dialect)
+        compiled, found, _ = ran
         if compiled.row is None:
             raise ValueError("the statement's result columns are not all identifiers")
-        found, _ = _run(conn, driver, compiled, params)
-        make = compiled.row._make
-        return [make(row) for row in found]
+        return [compiled.row._make(row) for row in found]
 
     def rowcount(self, conn: Connection, params: Mapping[str, Any]) -> int:
         """Run a statement that returns no rows; how many rows it changed."""
-        driver = driver_connection(conn)
-        if driver is None:
+        ran = self._on_driver(conn, params)
+        if ran is None:
             return int(conn.execute(self.statement, params).rowcount)
-        _, count = _run(conn, driver, self._for(conn.dialect), params)
-        return count
+        return ran[2]
 
     def execute_many(self, conn: Connection, params: Sequence[Mapping[str, Any]]) -> None:
         """Run the statement once per parameter set (a statement that returns no rows)."""
@@ -163,6 +157,18 @@ class DriverStatement:
             cursor.close()
         except BaseException as exc:
             _fail(conn, exc, compiled.text, bound, cursor)
+
+    def _on_driver(
+        self, conn: Connection, params: Mapping[str, Any]
+    ) -> tuple[_Compiled, Sequence[Sequence[Any]], int] | None:
+        """Run on the driver connection, if ``conn`` allows it: the compiled statement, its rows
+        (converted) and its rowcount; ``None`` when SQLAlchemy must run it (nothing ran)."""
+        driver = driver_connection(conn)
+        if driver is None:
+            return None
+        compiled = self._for(conn.dialect)
+        found, count = _run(conn, driver, compiled, params)
+        return compiled, found, count
 
     def _for(self, dialect: Dialect) -> _Compiled:
         last = self._last
@@ -270,10 +276,7 @@ def _results(
         return keys, None
 
     def convert(row: Sequence[Any]) -> list[Any]:
-        values = list(row)
-        for i, processor in processors:
-            values[i] = processor(values[i])
-        return values
+        return _processed(list(row), processors)
 
     return keys, convert
 
@@ -313,19 +316,21 @@ def _positional(layout: list[_Slot]) -> _Bind:
                 raise InvalidRequestError(
                     f"A value is required for bind parameter {missing.args[0]!r}"
                 ) from None
-            for i, processor in processors:
-                values[i] = processor(values[i])
-            return values
+            return _processed(values, processors)
 
         return pick
 
     def gather(params: Mapping[str, Any]) -> list[Any]:
-        values = [slot.value(params) for slot in layout]
-        for i, processor in processors:
-            values[i] = processor(values[i])
-        return values
+        return _processed([slot.value(params) for slot in layout], processors)
 
     return gather
+
+
+def _processed(values: list[Any], processors: tuple[tuple[int, Callable[[Any], Any]], ...]) -> list[Any]:
+    """``values`` with each processed value replaced in place (index, type processor)."""
+    for i, processor in processors:
+        values[i] = processor(values[i])
+    return values
 
 
 def _named(layout: list[tuple[str, _Slot]]) -> _Bind:

@@ -175,13 +175,14 @@ def _enable_wal(cursor: sqlite3.Cursor) -> None:
 
 def _on_sqlite_begin(conn: Connection) -> None:
     read_only = bool(conn.get_execution_options().get(READ_ONLY))
-    lock, memory = _begin_facts(conn.engine)
     # Queue on the process's lock rather than in SQLite's busy handler, which sleeps 1-100 ms
     # per try: 32 resolves and 4 workers colliding lost hundreds of ms to it. Past the busy
     # timeout, go on without it and let SQLite decide as before.
-    needs_lock = (not read_only or memory) and _HELD_LOCK not in conn.info
-    if needs_lock and lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
-        conn.info[_HELD_LOCK] = lock
+    needs_lock = (not read_only or is_memory_sqlite(conn.engine)) and _HELD_LOCK not in conn.info
+    if needs_lock:
+        lock = _lock_of(conn.engine)
+        if lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
+            conn.info[_HELD_LOCK] = lock
     begin = "BEGIN" if read_only else "BEGIN IMMEDIATE"
     if not watches_statements(conn):
         # Straight on the driver: every transaction begins here, and SQLAlchemy's statement
@@ -210,17 +211,6 @@ def watches_statements(conn: Connection) -> bool:
         or dialect_events.do_execute
         or dialect_events.do_executemany
     )
-
-
-#: engine -> (its file's write lock, whether it is a private in-memory database).
-_engine_facts: weakref.WeakKeyDictionary[Engine, tuple[WriteLock, bool]] = weakref.WeakKeyDictionary()
-
-
-def _begin_facts(engine: Engine) -> tuple[WriteLock, bool]:
-    facts = _engine_facts.get(engine)
-    if facts is None:
-        facts = _engine_facts.setdefault(engine, (_lock_of(engine), is_memory_sqlite(engine)))
-    return facts
 
 
 def _release_write_lock(_dbapi_connection: Any, record: Any, *_: Any) -> None:
@@ -308,6 +298,7 @@ class WriteLock:
 #: Key in a pooled connection's ``info``: the write lock its open transaction holds.
 _HELD_LOCK = "wop_write_lock"
 _write_locks: dict[str, WriteLock] = {}
+_engine_locks: weakref.WeakKeyDictionary[Engine, WriteLock] = weakref.WeakKeyDictionary()
 _write_locks_guard = threading.Lock()
 
 
@@ -330,6 +321,14 @@ def write_lock(engine: Engine) -> AbstractContextManager[Any]:
 
 
 def _lock_of(engine: Engine) -> WriteLock:
+    # Looked up on every transaction's begin: remembered per engine, the path resolved once.
+    lock = _engine_locks.get(engine)
+    if lock is None:
+        lock = _engine_locks.setdefault(engine, _file_lock(engine))
+    return lock
+
+
+def _file_lock(engine: Engine) -> WriteLock:
     database = engine.url.database or ""
     key = f"memory:{id(engine.pool)}" if database in ("", ":memory:") else os.path.abspath(database)
     lock = _write_locks.get(key)
