@@ -24,6 +24,7 @@ than the latencies on a shared machine.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import threading
@@ -154,6 +155,11 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, tuple[list[float], 
         worker_processes(url, args.worker_processes, concurrency=args.workers, env=env),
     ):
         clients = [httpx.Client(base_url=base, headers=AUTH, timeout=60) for _ in range(args.clients)]
+        # The clients' own full garbage collections (a few hundred ms here, every thread
+        # stopped) would add to the latencies they measure; the server freezes its start-up
+        # heap the same way.
+        gc.collect()
+        gc.freeze()
         resolve_cpu, create_cpu = ServerCpu(process.pid), ServerCpu(process.pid)
         try:
             resolves: list[float] = []

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
+from wop_langgraph._heap import freeze_startup_heap
 from wop_langgraph.store.engine import normalize_url
 from wop_langgraph.targets import load_workflows
 
@@ -75,6 +76,7 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     notifier = _notifier(host)
+    freeze_startup_heap()
     host.recover(wait=False)
     host.start_workers(args.concurrency, poll_seconds=args.poll_seconds, sweep_seconds=args.sweep_seconds)
     print(

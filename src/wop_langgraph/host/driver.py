@@ -40,6 +40,7 @@ from sqlalchemy import Connection, Engine, bindparam, case, select, update
 from wop_langgraph.adapters import is_bare, to_node_value
 from wop_langgraph.host.deferred_starts import DeferredStarts, Taken
 from wop_langgraph.host.errors_public import public_error
+from wop_langgraph.host.foreground import at_step_boundary
 from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.nodes._context import (
     CONTEXT_KEY,
@@ -301,6 +302,7 @@ class GraphDriver:
                     failed_node = self._on_task(chunk, resumed) or failed_node
                     if self.signal.stop.is_set():
                         break
+                    at_step_boundary()  # a worker lets the requests being answered go first
             except (UnknownInterruptError, RunLogClosed):
                 raise
             except Exception as exc:  # the node's or the graph's own failure ends the run

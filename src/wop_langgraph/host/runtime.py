@@ -25,6 +25,7 @@ from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.adapters.policy import ApprovalPolicy
 from wop_langgraph.host.driver import DriveSignal, jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, RunOptions, run_option
+from wop_langgraph.host.foreground import Foreground
 from wop_langgraph.host.fork import fork_run
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.registry import GraphRegistry
@@ -107,6 +108,8 @@ class WopHost:
         self.ref_kinds = frozenset(ref_kinds)
         self.executor = Executor(self.engine, self.registry, self.options, clock, lease_seconds=lease_seconds)
         self._pool: WorkerPool | None = None
+        #: The requests being answered in this process, which its workers let finish first.
+        self.foreground = Foreground()
         signals_for(self.engine)  # appends wake event readers from the first commit on
         self.executor.after_drive.append(self._settle_links)
         self.executor.on_release.append(self._enqueued)
@@ -154,12 +157,20 @@ class WopHost:
     # -- workers ----------------------------------------------------------------------------
 
     def start_workers(
-        self, concurrency: int = 4, *, poll_seconds: float = 1.0, sweep_seconds: float = 5.0
+        self,
+        concurrency: int = 4,
+        *,
+        poll_seconds: float = 1.0,
+        sweep_seconds: float = 5.0,
+        defer_seconds: float = 0.0,
     ) -> WorkerPool:
         """Start ``concurrency`` worker threads in this process (idempotent); returns the pool.
 
         Workers drive every queued run of the workflows registered here, and time out expired
-        interrupts every ``sweep_seconds`` (0: never).
+        interrupts every ``sweep_seconds`` (0: never). With ``defer_seconds``, a worker about
+        to take a run first waits, at most that long, until no request counted in
+        :attr:`foreground` is being answered (the HTTP server counts those that change
+        something): the interpreter lock makes a driving worker slow every answer.
         """
         if self._pool is None:
             self._pool = WorkerPool(
@@ -168,6 +179,8 @@ class WopHost:
                 poll_seconds=poll_seconds,
                 sweep=self.sweep_now,
                 sweep_seconds=sweep_seconds,
+                foreground=self.foreground,
+                defer_seconds=defer_seconds,
             )
             self._pool.start()
         return self._pool

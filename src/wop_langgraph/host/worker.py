@@ -18,6 +18,7 @@ from collections.abc import Callable
 from sqlalchemy import Engine
 
 from wop_langgraph.host.execution import Executor
+from wop_langgraph.host.foreground import Foreground, at_step_boundary
 from wop_langgraph.store.run_queue import CANCEL_CHANNEL, QUEUE_CHANNEL
 
 __all__ = ["WorkerPool"]
@@ -32,6 +33,8 @@ class WorkerPool:
         poll_seconds: how often the pool's one poller looks for claimable runs that no wake-up
             announced (0: never; then only enqueues here and notifications wake the workers).
         sweep: the timeout sweep, run every ``sweep_seconds`` (0: never).
+        foreground: the requests this process is answering; before taking a run, a worker
+            waits until none is left, at most ``defer_seconds`` (see :mod:`.foreground`).
     """
 
     def __init__(
@@ -42,6 +45,8 @@ class WorkerPool:
         poll_seconds: float = 1.0,
         sweep: Callable[[], int] | None = None,
         sweep_seconds: float = 5.0,
+        foreground: Foreground | None = None,
+        defer_seconds: float = 0.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError("a worker pool needs at least one worker")
@@ -50,6 +55,8 @@ class WorkerPool:
         self.poll_seconds = poll_seconds
         self._sweep = sweep
         self._sweep_seconds = sweep_seconds
+        self._foreground = foreground
+        self._defer_seconds = defer_seconds
         self._wake = threading.Condition()
         self._signals = 0
         self._idle = 0  # workers waiting for a signal
@@ -94,7 +101,15 @@ class WorkerPool:
         self._threads.append(thread)
 
     def _work(self) -> None:
+        if self._foreground is not None and self._defer_seconds > 0:
+            with self._foreground.deferring(self._defer_seconds):
+                self._work_loop()
+        else:
+            self._work_loop()
+
+    def _work_loop(self) -> None:
         while not self._stop.is_set():
+            at_step_boundary()  # before taking a run, as between its steps
             try:
                 claimed = self.executor.claim_next()
             except Exception:

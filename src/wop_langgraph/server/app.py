@@ -19,6 +19,7 @@ from wop_langgraph.server import (
 )
 from wop_langgraph.server.delivery import CallbackDelivery, DeliveryPolicy
 from wop_langgraph.server.errors import ProtocolVersionMiddleware, install_error_handlers
+from wop_langgraph.server.foreground import ForegroundMiddleware
 from wop_langgraph.server.head import HeadMiddleware
 from wop_langgraph.server.limits import RequestLimitsMiddleware
 from wop_langgraph.server.maintenance import lifespan
@@ -81,9 +82,12 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router, dependencies=[Depends(bounded_path_ids)])
     install_error_handlers(app, [route for module in modules for route in module.router.routes])
     install_openapi(app, settings.request_limits(), host.registry.workflow_ids)
-    # The last added runs first: version negotiation, then HEAD, body limits, path escapes.
+    # The last added runs first: the foreground count, version negotiation, then HEAD, body
+    # limits, path escapes.
     app.add_middleware(SlashEscapeMiddleware)
     app.add_middleware(RequestLimitsMiddleware, limits=settings.request_limits())
     app.add_middleware(HeadMiddleware)
     app.add_middleware(ProtocolVersionMiddleware)
+    # Outermost: a request counts from its first byte to its answer's last.
+    app.add_middleware(ForegroundMiddleware, foreground=host.foreground)
     return app

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
+from wop_langgraph._heap import freeze_startup_heap
 from wop_langgraph.targets import load_workflows
 
 __all__ = ["DESCRIPTION", "build_parser", "load_workflows", "serve_main"]
@@ -126,6 +127,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         for name, reason in sorted(report.refused.items()):
             print(f"wop-langgraph serve: refused {name}: {reason}", file=sys.stderr)
     app = create_app(host, settings)
+    freeze_startup_heap()
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     finally:

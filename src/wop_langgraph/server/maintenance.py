@@ -85,7 +85,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         _log.info("queued %d unfinished run(s) found at start-up", recovered)
     if state.settings.workers > 0:
         # The workers' own sweep is off: the sweeper below runs it with the callback scan.
-        state.host.start_workers(state.settings.workers, sweep_seconds=0)
+        state.host.start_workers(
+            state.settings.workers, sweep_seconds=0, defer_seconds=state.settings.worker_defer_seconds
+        )
     state.delivery.start()
     sweeper = Sweeper(state, state.settings.sweep_interval_seconds)
     sweeper.start()

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
         sweep_interval_seconds: how often the timeout sweep runs (0 disables it).
         workers: in-process worker threads that drive runs (0: this process only serves the
             API; run ``wop-langgraph worker`` processes against the same database).
+        worker_defer_seconds: how long an in-process worker about to take a run waits, at
+            most, for the requests that change something (resolves, creations, cancels) being
+            answered to finish first (0: it does not wait).
         lease_seconds: how long a worker's lease on a run lasts without renewal.
         callback_attempts / callback_backoff_seconds / callback_timeout_seconds: callback delivery.
         notify_*: email/chat notifications of interrupts (see :mod:`wop_langgraph.notify.serving`).
@@ -67,6 +70,7 @@ class Settings(BaseSettings):
     token_ttl_seconds: int = Field(default=1800, ge=1)
     sweep_interval_seconds: float = Field(default=5.0, ge=0)
     workers: int = Field(default=4, ge=0)
+    worker_defer_seconds: float = Field(default=0.25, ge=0, le=60)
     max_streams_per_key: int = Field(default=100, ge=1)
     max_streams_total: int = Field(default=2000, ge=1)
     lease_seconds: float = Field(default=15.0, gt=0)
