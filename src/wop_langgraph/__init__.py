@@ -1,5 +1,7 @@
 """wop-langgraph: the OpenWOP interrupt contract for LangGraph graphs."""
 
+# First, before anything imports jsonschema (see the module).
+import wop_langgraph._deferred_imports  # noqa: F401
 from wop_langgraph.host import ApprovalPolicy, Membership, Principal, WopHost
 from wop_langgraph.nodes import (
     ApprovalDecision,
