@@ -168,9 +168,10 @@ class WopHost:
 
         Workers drive every queued run of the workflows registered here, and time out expired
         interrupts every ``sweep_seconds`` (0: never). With ``defer_seconds``, a worker about
-        to take a run first waits, at most that long, until no request counted in
-        :attr:`foreground` is being answered (the HTTP server counts those that change
-        something): the interpreter lock makes a driving worker slow every answer.
+        to take a run, or to go on to a sync graph's next step, first waits, at most that long,
+        until no request counted in :attr:`foreground` is being answered (the HTTP server
+        counts those that change something): the interpreter lock makes a driving worker slow
+        every answer.
         """
         if self._pool is None:
             self._pool = WorkerPool(

@@ -33,8 +33,9 @@ class WorkerPool:
         poll_seconds: how often the pool's one poller looks for claimable runs that no wake-up
             announced (0: never; then only enqueues here and notifications wake the workers).
         sweep: the timeout sweep, run every ``sweep_seconds`` (0: never).
-        foreground: the requests this process is answering; before taking a run, a worker
-            waits until none is left, at most ``defer_seconds`` (see :mod:`.foreground`).
+        foreground: the requests this process is answering; before taking a run, and between
+            the steps of a sync graph, a worker waits until none is left, at most
+            ``defer_seconds`` each time (see :mod:`.foreground`).
     """
 
     def __init__(
