@@ -10,6 +10,8 @@ from __future__ import annotations
 import operator
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -17,6 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from tests.host._graphs import ALICE, approval_graph
 from tests.host._support import HostFactory
 from tests.host.test_worker_poll import until
+from wop_langgraph.host import WopHost
 from wop_langgraph.host.foreground import Foreground, at_step_boundary
 
 
@@ -73,47 +76,48 @@ def test_a_step_boundary_waits_only_in_a_deferring_thread() -> None:
     assert time.monotonic() - started < 0.2
 
 
+@contextmanager
+def _workers_while_answering(
+    host: WopHost, concurrency: int, *, defer_seconds: float = 0.0
+) -> Iterator[None]:
+    """``host``'s workers, started while one request is being answered (the block may answer it)."""
+    host.foreground.enter()
+    host.start_workers(concurrency, poll_seconds=0.05, sweep_seconds=0, defer_seconds=defer_seconds)
+    try:
+        yield
+    finally:
+        if host.foreground.answering:  # first: a deferring worker would hold up its stop
+            host.foreground.leave()
+        host.stop_workers()
+
+
 def test_a_worker_takes_no_run_while_a_request_is_answered(make_host: HostFactory) -> None:
     host = make_host()
     host.register("approval", approval_graph())
     run_id = host.create_run("approval", {}, owner=ALICE, wait=False)["runId"]
-    host.foreground.enter()  # a request being answered, for longer than the test looks
-    host.start_workers(2, poll_seconds=0.05, sweep_seconds=0, defer_seconds=30.0)
-    try:
+    # A request being answered, for longer than the test looks.
+    with _workers_while_answering(host, 2, defer_seconds=30.0):
         time.sleep(0.5)
         assert host.snapshot(run_id)["status"] == "pending"  # queued, not taken
         host.foreground.leave()
         until(lambda: host.snapshot(run_id)["status"] == "waiting-approval", what="the gate")
-    finally:
-        if host.foreground.answering:
-            host.foreground.leave()
-        host.stop_workers()
 
 
 def test_a_worker_defers_for_at_most_its_bound(make_host: HostFactory) -> None:
     host = make_host()
     host.register("approval", approval_graph())
-    host.foreground.enter()  # never answered: the bound alone lets the worker go on
     run_id = host.create_run("approval", {}, owner=ALICE, wait=False)["runId"]
-    host.start_workers(1, poll_seconds=0.05, sweep_seconds=0, defer_seconds=0.1)
-    try:
+    # Never answered: the bound alone lets the worker go on.
+    with _workers_while_answering(host, 1, defer_seconds=0.1):
         until(lambda: host.snapshot(run_id)["status"] == "waiting-approval", what="the gate")
-    finally:
-        host.stop_workers()
-        host.foreground.leave()
 
 
 def test_workers_without_a_bound_do_not_wait(make_host: HostFactory) -> None:
     host = make_host()
     host.register("approval", approval_graph())
-    host.foreground.enter()
     run_id = host.create_run("approval", {}, owner=ALICE, wait=False)["runId"]
-    host.start_workers(1, poll_seconds=0.05, sweep_seconds=0)  # defer_seconds=0: the library default
-    try:
+    with _workers_while_answering(host, 1):  # defer_seconds=0: the library default
         until(lambda: host.snapshot(run_id)["status"] == "waiting-approval", timeout=5.0, what="the gate")
-    finally:
-        host.stop_workers()
-        host.foreground.leave()
 
 
 class _Steps(TypedDict, total=False):

@@ -45,9 +45,9 @@ class Settings(BaseSettings):
         sweep_interval_seconds: how often the timeout sweep runs (0 disables it).
         workers: in-process worker threads that drive runs (0: this process only serves the
             API; run ``wop-langgraph worker`` processes against the same database).
-        worker_defer_seconds: how long an in-process worker about to take a run waits, at
-            most, for the requests that change something (resolves, creations, cancels) being
-            answered to finish first (0: it does not wait).
+        worker_defer_seconds: how long an in-process worker about to take a run, or to go on
+            to a sync graph's next step, waits at most for the requests that change something
+            (resolves, creations, cancels) being answered to finish first (0: it does not wait).
         lease_seconds: how long a worker's lease on a run lasts without renewal.
         callback_attempts / callback_backoff_seconds / callback_timeout_seconds: callback delivery.
         notify_*: email/chat notifications of interrupts (see :mod:`wop_langgraph.notify.serving`).
