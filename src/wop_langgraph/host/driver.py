@@ -34,7 +34,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
-from langgraph.types import Command
+from langgraph.types import Command, StreamMode
 from sqlalchemy import Connection, Engine, bindparam, case, select, update
 
 from wop_langgraph.adapters import is_bare, to_node_value
@@ -79,6 +79,18 @@ _PULL_PATH = "~__pregel_pull, "
 _END_RECORD_TIMEOUT_S = 10.0
 
 _log = logging.getLogger("wop_langgraph.driver")
+#: No ``values`` chunk streamed (yet) in this pass.
+_NO_VALUES: Any = object()
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """What :meth:`GraphDriver._settle` reads of a graph that ran to its end (as a
+    ``StateSnapshot`` has it): its values, and neither next tasks nor interrupts."""
+
+    values: Any
+    next: tuple[str, ...] = ()
+    interrupts: tuple[Any, ...] = ()
 
 
 def jsonable(value: Any) -> Any:
@@ -172,6 +184,9 @@ class GraphDriver:
     _finished_before: set[str] = field(default_factory=set, init=False, repr=False)
     #: Whether a task of the current pass suspended on an interrupt (its stream said so).
     _suspended: bool = field(default=False, init=False, repr=False)
+    #: The graph's state as the current pass's last ``values`` chunk left it (see
+    #: :meth:`_streams_final_state`); ``_NO_VALUES`` until one arrives.
+    _final_values: Any = field(default=_NO_VALUES, init=False, repr=False)
     #: The run's row (its snapshot columns) as the pass that put it to rest left it, if one did.
     rested: Any = field(default=None, init=False, repr=False)
 
@@ -208,6 +223,7 @@ class GraphDriver:
         """
         self.rested = None
         self._suspended = False
+        self._final_values = _NO_VALUES
         if claimed is not None:
             claim, status = claimed.claim, claimed.status
             if self.signal.stop.is_set():  # cancelled between the claim and the drive
@@ -298,8 +314,13 @@ class GraphDriver:
                 )
                 return outcome
             try:
-                for chunk in self.graph.stream(graph_input, config, stream_mode="tasks", durability="sync"):
-                    failed_node = self._on_task(chunk, resumed) or failed_node
+                for mode, chunk in self.graph.stream(
+                    graph_input, config, stream_mode=self._stream_modes(), durability="sync"
+                ):
+                    if mode == "values":
+                        self._final_values = chunk
+                        continue
+                    failed_node = self._on_task(cast(Mapping[str, Any], chunk), resumed) or failed_node
                     if self.signal.stop.is_set():
                         break
                     at_step_boundary()  # a worker lets the requests being answered go first
@@ -308,6 +329,26 @@ class GraphDriver:
             except Exception as exc:  # the node's or the graph's own failure ends the run
                 return exc, failed_node
             return None
+
+    def _stream_modes(self) -> list[StreamMode]:
+        """``tasks`` (what the log records), and ``values`` when they tell the final state."""
+        return ["tasks", "values"] if self._streams_final_state() else ["tasks"]
+
+    def _streams_final_state(self) -> bool:
+        """Whether the last ``values`` chunk of a pass that ran to its end is the graph's final
+        state, as ``get_state`` would read it (one read and LangGraph's next-task planning fewer
+        per run).
+
+        It is when the graph streams the channels its state shows (no output schema narrower
+        than its state) and cannot stop before its end without an interrupt (no static
+        breakpoint): a pass whose stream ended, with no task suspended, then ran to the end.
+        """
+        graph = self.graph
+        return (
+            graph.stream_channels_asis == graph.output_channels
+            and not graph.interrupt_before_nodes
+            and not graph.interrupt_after_nodes
+        )
 
     @contextmanager
     def _recording_task_ends(self) -> Iterator[None]:
@@ -356,10 +397,14 @@ class GraphDriver:
         self.signal.attach(asyncio.get_running_loop(), asyncio.current_task())
         failed_node: str | None = None
         try:
-            async for chunk in self.graph.astream(
-                graph_input, config, stream_mode="tasks", durability="sync"
+            async for mode, chunk in self.graph.astream(
+                graph_input, config, stream_mode=self._stream_modes(), durability="sync"
             ):
-                failed_node = await asyncio.to_thread(self._on_task, chunk, resumed) or failed_node
+                if mode == "values":
+                    self._final_values = chunk
+                    continue
+                task = cast(Mapping[str, Any], chunk)
+                failed_node = await asyncio.to_thread(self._on_task, task, resumed) or failed_node
                 if self.signal.stop.is_set():
                     break
         except (UnknownInterruptError, RunLogClosed, asyncio.CancelledError):
@@ -549,7 +594,10 @@ class GraphDriver:
         read, and the run either waits (if no work arrived meanwhile) or ends.
         """
         if state is None and not self._suspended:
-            state = self.graph.get_state(config)
+            if self._final_values is not _NO_VALUES:
+                state = _Ended(self._final_values)  # what the stream ended with
+            else:
+                state = self.graph.get_state(config)
         # else: a task of this pass suspended, so the graph stopped at its interrupt; unless
         # its interrupt is not pending (not ours to answer), the state is not needed.
         now = self.clock()

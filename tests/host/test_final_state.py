@@ -1,0 +1,108 @@
+"""A run's outputs are its graph's final state; a pass that ran to its end reads no checkpoint for them.
+
+The driver streams ``values`` beside ``tasks`` and takes the last one as the final state,
+instead of ``get_state`` after the stream (a checkpoint read and LangGraph's next-task
+planning), whenever that chunk is what ``get_state`` would show: no output schema narrower
+than the state, no static breakpoint. Otherwise it still asks ``get_state``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.pregel import Pregel
+
+from tests.host._graphs import ALICE, WORKFLOW, approval_graph
+from tests.host._support import HostFactory, events, payloads
+from wop_langgraph.host import WopHost
+from wop_langgraph.nodes import request_approval
+
+ACCEPT = {"action": "accept"}
+
+
+def outputs(host: WopHost, run_id: str) -> Any:
+    """The ``outputs`` of the run's ``run.completed`` event."""
+    (completed,) = payloads(events(host, run_id), "run.completed")
+    return completed["outputs"]
+
+
+@contextmanager
+def checkpoint_reads(host: WopHost) -> Iterator[list[int]]:
+    """Counts the saver's ``get_tuple`` calls (the driver's, LangGraph's and ``get_state``'s)."""
+    calls = [0]
+    original = host.saver.get_tuple
+
+    def counted(config: Any) -> Any:
+        calls[0] += 1
+        return original(config)
+
+    host.saver.get_tuple = counted  # type: ignore[method-assign]
+    try:
+        yield calls
+    finally:
+        del host.saver.get_tuple
+
+
+class Private(TypedDict, total=False):
+    draft: str
+    decision: str
+
+
+class Public(TypedDict, total=False):
+    decision: str
+
+
+def narrow_output_graph() -> Pregel:
+    """``draft -> review``, whose output schema shows ``decision`` only."""
+
+    def draft(state: Private) -> Private:
+        return {"draft": "text"}
+
+    def review(state: Private) -> Private:
+        return {"decision": request_approval("doc", "document", "Ship it?").action}
+
+    builder = StateGraph(Private, output_schema=Public)
+    builder.add_node("draft", draft)
+    builder.add_node("review", review)
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "review")
+    builder.add_edge("review", END)
+    return builder.compile()
+
+
+def test_a_pass_that_ran_to_its_end_reads_no_checkpoint_after_its_stream(make_host: HostFactory) -> None:
+    host = make_host()
+    host.register(WORKFLOW, approval_graph())
+    created = host.create_run(WORKFLOW, {"log": []}, owner=ALICE)
+    with checkpoint_reads(host) as reads:
+        result = host.resolve(created["runId"], "review", ACCEPT, ALICE)
+    assert result["status"] == "completed", result
+    # The driver's read before the resume pass and LangGraph's own as its stream begins; a
+    # get_state after the stream would be a third.
+    assert reads[0] == 2
+    config = {"configurable": {"thread_id": created["runId"]}}
+    final = host.saver.get_tuple(config)
+    assert final is not None
+    state = final.checkpoint["channel_values"]
+    shown = {key: value for key, value in state.items() if key in approval_graph().stream_channels_asis}
+    assert outputs(host, created["runId"]) == shown
+    assert shown["log"] == ["write", "review", "publish"]
+
+
+def test_a_graph_with_a_narrower_output_schema_completes_with_its_whole_state(
+    make_host: HostFactory,
+) -> None:
+    # Its ``values`` chunks show ``decision`` only; ``get_state`` (and so the run's outputs)
+    # shows the whole state, as before.
+    host = make_host()
+    host.register(WORKFLOW, narrow_output_graph())
+    created = host.create_run(WORKFLOW, {}, owner=ALICE)
+    assert created["status"] == "waiting-approval", created
+    with checkpoint_reads(host) as reads:
+        result = host.resolve(created["runId"], "review", ACCEPT, ALICE)
+    assert result["status"] == "completed", result
+    assert outputs(host, created["runId"]) == {"draft": "text", "decision": "accept"}
+    assert reads[0] == 3  # the final state came from get_state
