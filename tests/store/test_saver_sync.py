@@ -7,6 +7,7 @@ rule of what ``prune`` keeps.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -397,3 +398,42 @@ def test_an_in_memory_database_serves_threads_through_its_one_connection() -> No
         assert [len(list(saver.list(config_of(t)))) for t in threads] == [20] * 4
     finally:
         saver.close()
+
+
+def test_a_handed_over_checkpoint_answers_the_first_read_of_its_latest_only(
+    shared_saver: SQLModelSaver,
+) -> None:
+    thread, other = new_thread(), new_thread()
+    first = shared_saver.put(config_of(thread), make_checkpoint({"count": 1}), {"step": 0}, {})
+    shared_saver.put(config_of(other), make_checkpoint({"count": 9}), {"step": 0}, {})
+    saved = shared_saver.get_tuple(config_of(thread))
+    assert saved is not None
+    with shared_saver.handing_over(saved):
+        # Another thread, another namespace and an explicit id are read as usual.
+        found = shared_saver.get_tuple(config_of(other))
+        assert found is not None and found.checkpoint["channel_values"] == {"count": 9}
+        assert shared_saver.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": "sub"}}) is None
+        assert shared_saver.get_tuple(first) is not saved
+        # Written meanwhile in the database (behind the holder's back, for the test): the first
+        # read of the latest is the handed tuple, the next one reads the database.
+        shared_saver.put(first, make_checkpoint({"count": 2}), {"step": 1}, {})
+        assert shared_saver.get_tuple(config_of(thread)) is saved
+        again = shared_saver.get_tuple(config_of(thread))
+        assert again is not None and again.checkpoint["channel_values"] == {"count": 2}
+    after = shared_saver.get_tuple(config_of(thread))
+    assert after is not None and after is not saved
+
+
+def test_a_read_in_a_copied_context_takes_the_handed_over_checkpoint_for_every_context(
+    shared_saver: SQLModelSaver,
+) -> None:
+    thread = new_thread()
+    shared_saver.put(config_of(thread), make_checkpoint({"count": 1}), {"step": 0}, {})
+    saved = shared_saver.get_tuple(config_of(thread))
+    assert saved is not None
+    with shared_saver.handing_over(saved):
+        # asyncio.run and to_thread each copy the context (as an async graph's reads do): the
+        # read on the copy takes it for this context too.
+        assert asyncio.run(asyncio.to_thread(shared_saver.get_tuple, config_of(thread))) is saved
+        fresh = shared_saver.get_tuple(config_of(thread))
+        assert fresh is not None and fresh is not saved

@@ -25,7 +25,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -261,7 +261,8 @@ class GraphDriver:
             graph_input = None  # continue from the last checkpoint (a crash interrupted a step)
         try:
             self._pending_at_start = pending
-            failure = self._stream(graph_input, config, {r.task_id: r for r in undelivered})
+            with self._handing_over(saved):  # LangGraph's own read of it, as it starts
+                failure = self._stream(graph_input, config, {r.task_id: r for r in undelivered})
         except UnknownInterruptError as exc:
             # Delivered before a crash: LangGraph consumed these already; continue from there.
             still_pending = set(getattr(exc, "pending_ids", ()) or ())
@@ -329,6 +330,11 @@ class GraphDriver:
             except Exception as exc:  # the node's or the graph's own failure ends the run
                 return exc, failed_node
             return None
+
+    def _handing_over(self, saved: Any) -> AbstractContextManager[None]:
+        """The checkpoint this pass read, handed to the stream's first read of it (our saver)."""
+        hand = getattr(self.graph.checkpointer, "handing_over", None)
+        return hand(saved) if saved is not None and callable(hand) else nullcontext()
 
     def _stream_modes(self) -> list[StreamMode]:
         """``tasks`` (what the log records), and ``values`` when they tell the final state."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import builtins
 import random
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Concatenate, NamedTuple, ParamSpec, Self, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -38,6 +40,11 @@ from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
 
 __all__ = ["LIST_PAGE_SIZE", "PING_AFTER_IDLE", "SaverBase"]
+
+#: A checkpoint read just now, for the next read of its namespace's latest in this context
+#: (see :meth:`SaverBase.handing_over`): (thread id, namespace, tuple) in a one-item list, so
+#: that the read taking it empties it for the contexts copied from this one too.
+_HANDED: ContextVar[list[tuple[str, str, CheckpointTuple]] | None] = ContextVar("wop_handed", default=None)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -164,8 +171,29 @@ class SaverBase(BaseCheckpointSaver[str]):
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is not None:
             checkpoint_id = checked("checkpoint_id", checkpoint_id)
+        else:
+            handed = _HANDED.get()
+            if handed and handed[0][:2] == (thread_id, checkpoint_ns):
+                return handed.pop()[2]
         loaded = self._run(_READ_ONE, "get_tuple", ops.read_tuple, thread_id, checkpoint_ns, checkpoint_id)
         return None if loaded is None else self._codec.checkpoint_tuple(*loaded)
+
+    @contextmanager
+    def handing_over(self, saved: CheckpointTuple) -> Iterator[None]:
+        """Within the block, the first read of the latest checkpoint of ``saved``'s thread and
+        namespace, in this context (or an async task or thread started from it), is ``saved``
+        itself, not a second read of the same row.
+
+        For a caller that read ``saved`` and now has LangGraph read it again (a run's driver,
+        before it streams the graph), while nothing else can write the thread (it holds the
+        run's lease). Later reads, and reads of other threads or namespaces, read as usual.
+        """
+        thread_id, checkpoint_ns = thread_key(saved.config)
+        token = _HANDED.set([(thread_id, checkpoint_ns, saved)])
+        try:
+            yield
+        finally:
+            _HANDED.reset(token)
 
     def list(
         self,
