@@ -46,6 +46,19 @@ __all__ = ["LIST_PAGE_SIZE", "PING_AFTER_IDLE", "SaverBase"]
 #: that the read taking it empties it for the contexts copied from this one too.
 _HANDED: ContextVar[list[tuple[str, str, CheckpointTuple]] | None] = ContextVar("wop_handed", default=None)
 
+
+def _take(
+    handed: list[tuple[str, str, CheckpointTuple]], thread_id: str, checkpoint_ns: str
+) -> CheckpointTuple | None:
+    """The handed checkpoint if it is of this thread and namespace and still there, else ``None``."""
+    try:
+        if handed[-1][:2] == (thread_id, checkpoint_ns):
+            return handed.pop()[2]
+    except IndexError:  # taken by a concurrent read of the same context
+        pass
+    return None
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -173,8 +186,10 @@ class SaverBase(BaseCheckpointSaver[str]):
             checkpoint_id = checked("checkpoint_id", checkpoint_id)
         else:
             handed = _HANDED.get()
-            if handed and handed[0][:2] == (thread_id, checkpoint_ns):
-                return handed.pop()[2]
+            if handed is not None:
+                taken = _take(handed, thread_id, checkpoint_ns)
+                if taken is not None:
+                    return taken
         loaded = self._run(_READ_ONE, "get_tuple", ops.read_tuple, thread_id, checkpoint_ns, checkpoint_id)
         return None if loaded is None else self._codec.checkpoint_tuple(*loaded)
 
