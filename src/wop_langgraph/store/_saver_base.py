@@ -196,8 +196,9 @@ class SaverBase(BaseCheckpointSaver[str]):
     @contextmanager
     def handing_over(self, saved: CheckpointTuple) -> Iterator[None]:
         """Within the block, the first read of the latest checkpoint of ``saved``'s thread and
-        namespace, in this context (or an async task or thread started from it), is ``saved``
-        itself, not a second read of the same row.
+        namespace, in this context or a copy of it (an asyncio task, an ``asyncio.to_thread``
+        call; not a plain thread, which starts with a context of its own), is ``saved`` itself,
+        not a second read of the same row.
 
         For a caller that read ``saved`` and now has LangGraph read it again (a run's driver,
         before it streams the graph), while nothing else can write the thread (it holds the
