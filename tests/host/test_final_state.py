@@ -1,6 +1,8 @@
-"""A resumed pass reads its checkpoint once; a pass that ran to its end reads none for its outputs.
+"""A resumed pass reads its checkpoint once, a new run's first pass none; a pass that ran to its
+end reads none for its outputs.
 
-The driver hands the checkpoint it read before a pass to LangGraph's own first read of it, and
+The driver hands the checkpoint it read before a pass to LangGraph's own first read of it (for
+a run created with its claim: that it has none), and
 it streams ``values`` beside ``tasks`` and takes the last one as the final state, instead of
 ``get_state`` after the stream (a checkpoint read and LangGraph's next-task planning),
 whenever that chunk is what ``get_state`` would show: no output schema narrower than the
@@ -9,15 +11,17 @@ state, no static breakpoint. Otherwise it still asks ``get_state``, which reads 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypedDict
 
+import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.pregel import Pregel
 
 from tests.host._graphs import ALICE, WORKFLOW, approval_graph
 from tests.host._support import HostFactory, events, payloads
+from tests.host.test_engine import async_review_graph
 from wop_langgraph.host import WopHost
 from wop_langgraph.nodes import request_approval
 from wop_langgraph.store import _saver_ops as saver_ops
@@ -92,6 +96,23 @@ def test_a_resumed_pass_that_ran_to_its_end_reads_its_checkpoint_once(make_host:
     shown = {key: value for key, value in state.items() if key in approval_graph().stream_channels_asis}
     assert outputs(host, created["runId"]) == shown
     assert shown["log"] == ["write", "review", "publish"]
+
+
+@pytest.mark.parametrize("graph", [approval_graph, async_review_graph], ids=["sync", "async"])
+def test_a_new_run_reads_no_checkpoint_before_it_suspends(
+    make_host: HostFactory, graph: Callable[[], Pregel]
+) -> None:
+    # Created with its claim, the run has no checkpoint: LangGraph's first read is answered
+    # with that, not read from the database (for an async graph, on the thread it reads from).
+    host = make_host()
+    host.register(WORKFLOW, graph())
+    with checkpoint_reads() as reads:
+        created = host.create_run(WORKFLOW, {"log": []}, owner=ALICE)
+    assert created["status"] == "waiting-approval", created
+    assert reads[0] == 0
+    result = host.resolve(created["runId"], "review", ACCEPT, ALICE)
+    assert result["status"] == "completed", result
+    assert outputs(host, created["runId"])["log"] == ["write", "review", "publish"]
 
 
 def test_a_graph_with_a_narrower_output_schema_completes_with_its_whole_state(

@@ -408,7 +408,7 @@ def test_a_handed_over_checkpoint_answers_the_first_read_of_its_latest_only(
     shared_saver.put(config_of(other), make_checkpoint({"count": 9}), {"step": 0}, {})
     saved = shared_saver.get_tuple(config_of(thread))
     assert saved is not None
-    with shared_saver.handing_over(saved):
+    with shared_saver.handing_over(config_of(thread), saved):
         # Another thread, another namespace and an explicit id are read as usual.
         found = shared_saver.get_tuple(config_of(other))
         assert found is not None and found.checkpoint["channel_values"] == {"count": 9}
@@ -424,6 +424,19 @@ def test_a_handed_over_checkpoint_answers_the_first_read_of_its_latest_only(
     assert after is not None and after is not saved
 
 
+def test_a_handed_over_absence_answers_the_first_read_of_a_new_thread_with_none(
+    shared_saver: SQLModelSaver,
+) -> None:
+    thread = new_thread()
+    with shared_saver.handing_over(config_of(thread), None):
+        # Written meanwhile (behind the holder's back, for the test): the first read of the
+        # latest answers what was handed (nothing), the next one reads the database.
+        shared_saver.put(config_of(thread), make_checkpoint({"count": 1}), {"step": 0}, {})
+        assert shared_saver.get_tuple(config_of(thread)) is None
+        found = shared_saver.get_tuple(config_of(thread))
+        assert found is not None and found.checkpoint["channel_values"] == {"count": 1}
+
+
 def test_a_read_in_a_copied_context_takes_the_handed_over_checkpoint_for_every_context(
     shared_saver: SQLModelSaver,
 ) -> None:
@@ -431,7 +444,7 @@ def test_a_read_in_a_copied_context_takes_the_handed_over_checkpoint_for_every_c
     shared_saver.put(config_of(thread), make_checkpoint({"count": 1}), {"step": 0}, {})
     saved = shared_saver.get_tuple(config_of(thread))
     assert saved is not None
-    with shared_saver.handing_over(saved):
+    with shared_saver.handing_over(config_of(thread), saved):
         # asyncio.run and to_thread each copy the context (as an async graph's reads do): the
         # read on the copy takes it for this context too.
         assert asyncio.run(asyncio.to_thread(shared_saver.get_tuple, config_of(thread))) is saved

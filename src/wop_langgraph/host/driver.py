@@ -261,7 +261,8 @@ class GraphDriver:
             graph_input = None  # continue from the last checkpoint (a crash interrupted a step)
         try:
             self._pending_at_start = pending
-            with self._handing_over(saved):  # LangGraph's own read of it, as it starts
+            known = saved is not None or (claimed is not None and claimed.fresh)
+            with self._handing_over(config, saved, known):  # LangGraph's own read, as it starts
                 failure = self._stream(graph_input, config, {r.task_id: r for r in undelivered})
         except UnknownInterruptError as exc:
             # Delivered before a crash: LangGraph consumed these already; continue from there.
@@ -331,10 +332,12 @@ class GraphDriver:
                 return exc, failed_node
             return None
 
-    def _handing_over(self, saved: Any) -> AbstractContextManager[None]:
-        """The checkpoint this pass read, handed to the stream's first read of it (our saver)."""
+    def _handing_over(self, config: RunnableConfig, saved: Any, known: bool) -> AbstractContextManager[None]:
+        """The run's latest checkpoint, when this pass ``known`` it (it read ``saved``, or the
+        run was created with its claim and has none), handed to the stream's first read of it
+        (our saver)."""
         hand = getattr(self.graph.checkpointer, "handing_over", None)
-        return hand(saved) if saved is not None and callable(hand) else nullcontext()
+        return hand(config, saved) if known and callable(hand) else nullcontext()
 
     def _stream_modes(self) -> list[StreamMode]:
         """``tasks`` (what the log records), and ``values`` when they tell the final state."""

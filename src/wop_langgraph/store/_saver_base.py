@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Concatenate, NamedTuple, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, NamedTuple, ParamSpec, Self, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -41,22 +41,24 @@ from wop_langgraph.store.recording import WriteBatch, WriteRecorder
 
 __all__ = ["LIST_PAGE_SIZE", "PING_AFTER_IDLE", "SaverBase"]
 
-#: A checkpoint read just now, for the next read of its namespace's latest in this context
-#: (see :meth:`SaverBase.handing_over`): (thread id, namespace, tuple) in a one-item list, so
-#: that the read taking it empties it for the contexts copied from this one too.
-_HANDED: ContextVar[list[tuple[str, str, CheckpointTuple]] | None] = ContextVar("wop_handed", default=None)
+#: A namespace's latest checkpoint as known just now (``None``: it has none), for the next read
+#: of it in this context (see :meth:`SaverBase.handing_over`): (thread id, namespace, tuple) in
+#: a one-item list, so that the read taking it empties it for the contexts copied from this one.
+_Handed = list[tuple[str, str, CheckpointTuple | None]]
+_HANDED: ContextVar[_Handed | None] = ContextVar("wop_handed", default=None)
+#: What :func:`_take` returns when nothing was handed for the namespace read.
+_NOT_HANDED = object()
 
 
-def _take(
-    handed: list[tuple[str, str, CheckpointTuple]], thread_id: str, checkpoint_ns: str
-) -> CheckpointTuple | None:
-    """The handed checkpoint if it is of this thread and namespace and still there, else ``None``."""
+def _take(handed: _Handed, thread_id: str, checkpoint_ns: str) -> CheckpointTuple | object | None:
+    """The handed latest checkpoint (or ``None``) if it is of this thread and namespace and
+    still there, else :data:`_NOT_HANDED`."""
     try:
         if handed[-1][:2] == (thread_id, checkpoint_ns):
             return handed.pop()[2]
     except IndexError:  # taken by a concurrent read of the same context
         pass
-    return None
+    return _NOT_HANDED
 
 
 P = ParamSpec("P")
@@ -188,23 +190,24 @@ class SaverBase(BaseCheckpointSaver[str]):
             handed = _HANDED.get()
             if handed is not None:
                 taken = _take(handed, thread_id, checkpoint_ns)
-                if taken is not None:
-                    return taken
+                if taken is not _NOT_HANDED:
+                    return cast(CheckpointTuple | None, taken)
         loaded = self._run(_READ_ONE, "get_tuple", ops.read_tuple, thread_id, checkpoint_ns, checkpoint_id)
         return None if loaded is None else self._codec.checkpoint_tuple(*loaded)
 
     @contextmanager
-    def handing_over(self, saved: CheckpointTuple) -> Iterator[None]:
-        """Within the block, the first read of the latest checkpoint of ``saved``'s thread and
+    def handing_over(self, config: RunnableConfig, saved: CheckpointTuple | None) -> Iterator[None]:
+        """Within the block, the first read of the latest checkpoint of ``config``'s thread and
         namespace, in this context or a copy of it (an asyncio task, an ``asyncio.to_thread``
-        call; not a plain thread, which starts with a context of its own), is ``saved`` itself,
-        not a second read of the same row.
+        call; not a plain thread, which starts with a context of its own), answers ``saved``
+        (``None``: there is none) instead of reading the database.
 
-        For a caller that read ``saved`` and now has LangGraph read it again (a run's driver,
-        before it streams the graph), while nothing else can write the thread (it holds the
-        run's lease). Later reads, and reads of other threads or namespaces, read as usual.
+        For a caller that knows the latest checkpoint (it read it, or it created the thread
+        just now) and now has LangGraph read it again (a run's driver, before it streams the
+        graph), while nothing else can write the thread (it holds the run's lease). Later
+        reads, and reads of other threads or namespaces, read as usual.
         """
-        thread_id, checkpoint_ns = thread_key(saved.config)
+        thread_id, checkpoint_ns = thread_key(config)
         token = _HANDED.set([(thread_id, checkpoint_ns, saved)])
         try:
             yield
