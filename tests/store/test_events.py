@@ -17,6 +17,7 @@ from wop_langgraph.store.events import (
     RunLogClosed,
     append_event_once,
     append_events,
+    appended_first,
     last_sequence,
     read_events,
 )
@@ -234,6 +235,85 @@ def test_an_append_is_one_statement_on_postgresql(engine: Engine) -> None:
     expected = 1 if engine.dialect.name == "postgresql" else 2
     assert (batch, once) == (expected, expected), statements
     assert sequences(engine, RUN) == [0, 1, 2, 3]
+
+
+def logged(engine: Engine, run_id: str) -> list[tuple[int, str, datetime]]:
+    with engine.connect() as conn:
+        return [(e.sequence, e.payload["message"], as_utc(e.timestamp)) for e in read_events(conn, run_id)]
+
+
+def test_staged_events_go_first_in_the_next_appends_statement_with_their_own_times(engine: Engine) -> None:
+    earlier = NOW - timedelta(seconds=1)
+    statements: list[str] = []
+
+    def count(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    append(engine, RUN, [log(0)])
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        with engine.begin() as conn, appended_first(conn, RUN, [(log(1), earlier), (log(2), earlier)]):
+            statements.clear()
+            assert append_event_once(conn, RUN, log(3), now=NOW) is True
+            appended = len(statements)
+            (after,) = append_events(conn, RUN, [log(4)], now=NOW)  # the staged went already
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    # One statement on PostgreSQL; on SQLite the counter's bump and the insert.
+    assert appended == (1 if engine.dialect.name == "postgresql" else 2), statements
+    assert after.sequence == 4
+    assert logged(engine, RUN) == [
+        (0, "m0", NOW),
+        (1, "m1", earlier),
+        (2, "m2", earlier),
+        (3, "m3", NOW),
+        (4, "m4", NOW),
+    ]
+
+
+def test_staged_events_already_logged_are_skipped_and_the_rest_appended_in_order(engine: Engine) -> None:
+    replayed = log(1)
+    append(engine, RUN, [log(0), replayed])
+    with engine.begin() as conn, appended_first(conn, RUN, [(replayed, NOW), (log(2), NOW)]):
+        (completed,) = append_events(conn, RUN, [log(3)], now=NOW)
+    assert completed.sequence == 3
+    with engine.begin() as conn, appended_first(conn, RUN, [(log(4), NOW)]):
+        assert append_event_once(conn, RUN, replayed, now=NOW) is False  # the staged one still goes
+    assert [(seq, message) for seq, message, _ in logged(engine, RUN)] == [
+        (0, "m0"),
+        (1, "m1"),
+        (2, "m2"),
+        (3, "m3"),
+        (4, "m4"),
+    ]
+
+
+def test_staged_events_are_appended_as_the_block_ends_if_nothing_was(engine: Engine) -> None:
+    with engine.begin() as conn:
+        with appended_first(conn, RUN, [(log(0), NOW)]), appended_first(conn, OTHER_RUN, [(log(9), NOW)]):
+            append_events(conn, OTHER_RUN, [log(10)], now=NOW)  # another run's: this one's wait
+        assert append_events(conn, RUN, [log(1)], now=NOW)[0].sequence == 1  # nothing staged now
+    assert [m for _, m, _ in logged(engine, RUN)] == ["m0", "m1"]
+    assert [m for _, m, _ in logged(engine, OTHER_RUN)] == ["m9", "m10"]
+
+
+def test_staged_events_of_a_block_that_raises_are_not_appended_later(engine: Engine) -> None:
+    with engine.begin() as conn:
+        with pytest.raises(ValueError), appended_first(conn, RUN, [(log(0), NOW)]):
+            raise ValueError("the block failed")
+        append_events(conn, RUN, [log(1)], now=NOW)  # same connection: nothing staged is left
+    assert [m for _, m, _ in logged(engine, RUN)] == ["m1"]
+
+
+def test_staged_events_of_a_closed_log_are_dropped(engine: Engine) -> None:
+    append(engine, RUN, [log(0)])
+    with engine.begin() as conn:
+        append_events(conn, RUN, [log(1)], now=NOW, close=True)
+    with engine.begin() as conn, appended_first(conn, RUN, [(log(2), NOW)]):
+        pass  # appended on their own as the block ends: the closed log takes nothing, silently
+    with pytest.raises(RunLogClosed), engine.begin() as conn, appended_first(conn, RUN, [(log(3), NOW)]):
+        append_event_once(conn, RUN, log(4), now=NOW)
+    assert [m for _, m, _ in logged(engine, RUN)] == ["m0", "m1"]
 
 
 def assert_complete_log(

@@ -23,13 +23,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, Engine
 
-from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
+from wop_langgraph.store.events import NewEvent, appended_first
 
 __all__ = ["FLUSH_AFTER_S", "DeferredStarts", "Taken"]
 
@@ -71,22 +71,22 @@ class DeferredStarts:
         with self._guard:
             return bool(self._held) or self._in_flight > 0
 
-    def append_in(self, conn: Connection) -> Taken:
-        """Append every held start first in ``conn``'s transaction (call before it appends
-        anything else); pass what it returns to :meth:`settled` once the transaction ends."""
+    @contextmanager
+    def first_in(self, conn: Connection) -> Iterator[Taken]:
+        """Within the block, the held starts go first into ``conn``'s transaction: ahead of the
+        block's first append to the run's log, in its statement (or on their own as the block
+        ends). Pass what it yields to :meth:`settled` once the transaction ends."""
         with self._guard:
             if not self._guard.wait_for(lambda: self._in_flight == 0, _SETTLE_TIMEOUT_S):
                 _log.warning("run %s: a transaction logging node starts did not settle", self._run_id)
             taken, self._held = self._held, []
             if taken:
                 self._in_flight += 1
-        for event, at in taken:
-            with suppress(RunLogClosed):  # the run ended meanwhile: its log takes nothing more
-                append_event_once(conn, self._run_id, event, now=at)
-        return Taken(taken)
+        with appended_first(conn, self._run_id, taken):
+            yield Taken(taken)
 
     def settled(self, taken: Taken, *, committed: bool) -> None:
-        """The transaction of :meth:`append_in` ended; if it did not commit, hold its starts again."""
+        """The transaction of :meth:`first_in` ended; if it did not commit, hold its starts again."""
         if not taken.starts:
             return
         with self._guard:
@@ -97,11 +97,10 @@ class DeferredStarts:
 
     @contextmanager
     def logging(self) -> Iterator[Connection]:
-        """A write transaction that appends the held starts first (see :meth:`append_in`)."""
+        """A write transaction that appends the held starts first (see :meth:`first_in`)."""
         taken = Taken([])
         try:
-            with self._engine.begin() as conn:
-                taken = self.append_in(conn)
+            with self._engine.begin() as conn, self.first_in(conn) as taken:
                 yield conn
         except BaseException:
             self.settled(taken, committed=False)
@@ -128,7 +127,7 @@ class DeferredStarts:
 
 @dataclass(frozen=True)
 class Taken:
-    """The starts one transaction took (see :meth:`DeferredStarts.append_in`)."""
+    """The starts one transaction took (see :meth:`DeferredStarts.first_in`)."""
 
     starts: list[tuple[NewEvent, datetime]]
 

@@ -717,11 +717,13 @@ class _TaskEnds:
     def wants(self, batch: WriteBatch) -> bool:
         return self._driver._node_of(batch) is not None
 
-    def opening(self, conn: Connection, batch: WriteBatch) -> None:
-        taken = self._driver._starts.append_in(conn)  # the starts first: what follows is later
-        if taken.starts:
-            with self._guard:
-                self._taken[id(batch)] = taken
+    @contextmanager
+    def opening(self, conn: Connection, batch: WriteBatch) -> Iterator[None]:
+        with self._driver._starts.first_in(conn) as taken:  # the starts first: what follows is later
+            if taken.starts:
+                with self._guard:
+                    self._taken[id(batch)] = taken
+            yield
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         self._driver._record_task_end(conn, batch)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
@@ -47,8 +47,8 @@ class TaskWritesListener(Protocol):
     def wants(self, batch: WriteBatch) -> bool:
         """Whether the batch needs :meth:`record` (others are stored without a transaction)."""
 
-    def opening(self, conn: Connection, batch: WriteBatch) -> None:
-        """Inside the transaction of any of the run's batches (a subgraph's too), first."""
+    def opening(self, conn: Connection, batch: WriteBatch) -> AbstractContextManager[None]:
+        """Around what is recorded in the transaction of any of the run's batches (a subgraph's too)."""
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Inside the batch's transaction, after its interrupts are recorded."""
@@ -106,15 +106,14 @@ class InterruptRecorder:
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Record every interrupt in the batch's ``__interrupt__`` writes, then tell the listener."""
         opening = self._task_listeners.get(batch.thread_id)
-        if opening is not None:
-            opening.opening(conn, batch)
-        for value in batch.channel_values("__interrupt__"):
-            for item in value or ():
-                if isinstance(item, Interrupt):
-                    self._record_one(conn, batch, item)
-        listener = None if batch.checkpoint_ns else self._task_listeners.get(batch.thread_id)
-        if listener is not None:
-            listener.record(conn, batch)
+        with opening.opening(conn, batch) if opening is not None else nullcontext():
+            for value in batch.channel_values("__interrupt__"):
+                for item in value or ():
+                    if isinstance(item, Interrupt):
+                        self._record_one(conn, batch, item)
+            listener = None if batch.checkpoint_ns else self._task_listeners.get(batch.thread_id)
+            if listener is not None:
+                listener.record(conn, batch)
 
     def committed(self, batch: WriteBatch) -> None:
         """Tell the run's listener that a batch it recorded has committed."""

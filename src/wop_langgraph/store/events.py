@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -32,12 +33,15 @@ __all__ = [
     "StoredEvent",
     "append_event_once",
     "append_events",
+    "appended_first",
     "last_sequence",
     "read_events",
 ]
 
 _events = events_table
 _counters = event_counters_table
+#: ``Connection.info`` key: events to append first, by run (see :func:`appended_first`).
+_STAGED_KEY = "wop_staged_events"
 
 
 class RunLogClosed(Exception):
@@ -94,7 +98,8 @@ def append_events(
     """Append ``events`` to the log of ``run_id`` in order, inside the caller's transaction.
 
     Returns the stored events with their sequences. Nothing is visible to readers until the
-    caller commits; if it rolls back, the sequences are reused by the next append.
+    caller commits; if it rolls back, the sequences are reused by the next append. Events
+    staged by :func:`appended_first` go first, in the same statement.
 
     Args:
         close: the events end the run (its terminal event): later appends are refused.
@@ -105,10 +110,7 @@ def append_events(
     """
     if not events:
         return []
-    stored = _append(conn, run_id, events, now=now, close=close, once=False)
-    if stored is None:
-        raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
-    return stored
+    return _append_after_staged(conn, run_id, [(event, now) for event in events], close=close, once=0)
 
 
 def append_event_once(conn: Connection, run_id: str, event: NewEvent, *, now: datetime) -> bool:
@@ -116,12 +118,65 @@ def append_event_once(conn: Connection, run_id: str, event: NewEvent, *, now: da
 
     Returns whether it was appended. Raises :class:`RunLogClosed` like :func:`append_events`.
     """
-    if _append(conn, run_id, [event], now=now, close=False, once=True) is not None:
-        return True
-    # Nothing reserved: either the event is already logged or the log is closed (rare; ask).
-    if _driver(_seen_statement()).rows(conn, {"event_id": event.event_id}):
-        return False
-    raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
+    return bool(_append_after_staged(conn, run_id, [(event, now)], close=False, once=1))
+
+
+@contextmanager
+def appended_first(
+    conn: Connection, run_id: str, timed: Sequence[tuple[NewEvent, datetime]]
+) -> Iterator[None]:
+    """Within the block, the next append to ``run_id``'s log in ``conn``'s transaction appends
+    ``timed`` (each with its own timestamp, each unless its id is logged already) before its
+    own events, in the same statement; if the block appends none, they are appended on their
+    own as it ends. If the log is closed they are dropped. If the block raises, nothing of
+    them is appended (the caller rolls the transaction back).
+    """
+    staged: dict[str, list[tuple[NewEvent, datetime]]] = conn.info.setdefault(_STAGED_KEY, {})
+    staged.setdefault(run_id, []).extend(timed)
+    try:
+        yield
+        left = staged.pop(run_id, None)
+        if left:
+            with suppress(RunLogClosed):
+                _append_timed(conn, run_id, left, close=False, once=len(left))
+    finally:
+        staged.pop(run_id, None)
+
+
+def _append_after_staged(
+    conn: Connection, run_id: str, timed: list[tuple[NewEvent, datetime]], *, close: bool, once: int
+) -> list[StoredEvent]:
+    """Append the run's staged events (see :func:`appended_first`), then ``timed`` (all of them
+    only if not logged yet: ``once`` is 0 or ``len(timed)``), in one statement; returns those
+    of ``timed`` appended."""
+    staged = conn.info.get(_STAGED_KEY)
+    first = staged.pop(run_id, None) if staged else None
+    if not first:
+        return _append_timed(conn, run_id, timed, close=close, once=once)
+    # The staged are once-only, so the once-only events still lead the batch.
+    stored = _append_timed(conn, run_id, first + timed, close=close, once=len(first) + once)
+    ids = {event.event_id for event, _ in timed}
+    return [event for event in stored if event.event_id in ids]
+
+
+def _append_timed(
+    conn: Connection, run_id: str, timed: list[tuple[NewEvent, datetime]], *, close: bool, once: int
+) -> list[StoredEvent]:
+    """Append ``timed``, of which the first ``once`` only if their ids are not logged yet.
+
+    The common case (none logged) is one statement on PostgreSQL. Raises
+    :class:`RunLogClosed` if the log is closed and there was something to append.
+    """
+    stored = _append(conn, run_id, timed, close=close, once=once)
+    if stored is not None:
+        return stored
+    # Nothing reserved: some once-only event is logged already (a replay), or the log is closed.
+    seen = _driver(_seen_statement())
+    unseen = [(event, at) for event, at in timed[:once] if not seen.rows(conn, {"event_id": event.event_id})]
+    if len(unseen) == once:
+        raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
+    rest = unseen + timed[once:]
+    return _append_timed(conn, run_id, rest, close=close, once=len(unseen)) if rest else []
 
 
 def read_events(
@@ -173,31 +228,30 @@ def last_sequence(conn: Connection, run_id: str) -> int:
 def _append(
     conn: Connection,
     run_id: str,
-    events: Sequence[NewEvent],
+    timed: Sequence[tuple[NewEvent, datetime]],
     *,
-    now: datetime,
     close: bool,
-    once: bool,
+    once: int,
 ) -> list[StoredEvent] | None:
-    """Reserve sequences for ``events`` and insert them; ``None`` when nothing was reserved.
+    """Reserve sequences for the events and insert them; ``None`` when nothing was reserved.
 
     The counter bump only applies to an open log, so a terminal event and any append racing it
     are ordered by the counter row's lock: whichever comes second sees the log closed. With
-    ``once``, it also applies only while the (single) event's id is not logged yet. On
+    ``once``, it also applies only while none of the first ``once`` events' ids is logged. On
     PostgreSQL the bump, the insert and the log's one ``NOTIFY`` per run and transaction are a
     single statement; SQLite (no data-modifying CTEs) runs the bump, then the insert.
     """
     # This transaction's commit wakes the run's readers (see :mod:`.appended`): marked once per run.
     announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
     postgres = conn.dialect.name == "postgresql"
-    rows = [_row(event, now) for event in events]
-    params: dict[str, Any] = {"run_id": run_id, "count": len(events), "channel": EVENTS_CHANNEL}
-    if once:
-        params["once_id"] = events[0].event_id
+    rows = [_row(event, at) for event, at in timed]
+    params: dict[str, Any] = {"run_id": run_id, "count": len(rows), "channel": EVENTS_CHANNEL}
+    for offset, (event, _) in enumerate(timed[:once]):
+        params[f"once_id_{offset}"] = event.event_id
     if postgres:
         for offset, row in enumerate(rows):
             params.update({f"{name}_{offset}": value for name, value in row.items()})
-        statement = _append_statement(len(events), close, run_id not in announced, once)
+        statement = _append_statement(len(rows), close, run_id not in announced, once)
         inserted = _driver(statement).rows(conn, params)
         if not inserted:
             return None
@@ -206,7 +260,7 @@ def _append(
         reserved = _driver(_reserve_statement("sqlite", close, False, once)).rows(conn, params)
         if not reserved:
             return None
-        first = int(reserved[0][0]) - len(events)
+        first = int(reserved[0][0]) - len(rows)
         _driver(_insert_statement()).execute_many(
             conn, [row | {"run_id": run_id, "sequence": first + offset} for offset, row in enumerate(rows)]
         )
@@ -218,23 +272,23 @@ def _append(
             event_id=event.event_id,
             type=event.type,
             payload=event.payload,
-            timestamp=now,
+            timestamp=at,
             node_id=event.node_id,
             causation_id=event.causation_id,
             schema_version=event.schema_version,
         )
-        for offset, event in enumerate(events)
+        for offset, (event, at) in enumerate(timed)
     ]
 
 
-def _row(event: NewEvent, now: datetime) -> dict[str, Any]:
+def _row(event: NewEvent, at: datetime) -> dict[str, Any]:
     """The per-event columns of an insert (``run_id`` and ``sequence`` are the batch's)."""
     return {
         "event_id": event.event_id,
         "type": event.type,
         "node_id": event.node_id,
         "payload": event.payload,
-        "timestamp": now,
+        "timestamp": at,
         "schema_version": event.schema_version,
         "causation_id": event.causation_id,
     }
@@ -244,17 +298,19 @@ _ROW_COLUMNS = ("event_id", "type", "node_id", "payload", "timestamp", "schema_v
 
 
 @functools.cache
-def _reserve_statement(dialect_name: str, close: bool, notify: bool, once: bool) -> Any:
+def _reserve_statement(dialect_name: str, close: bool, notify: bool, once: int) -> Any:
     """The counter upsert: bump ``next_sequence`` by ``count`` on an open log, return it.
 
-    With ``once``, the row to upsert is only produced while no event has id ``once_id``; with
-    ``notify`` (PostgreSQL) the statement also sends the log's ``NOTIFY``, if it bumped.
+    With ``once``, the row to upsert is only produced while no event has one of the ids
+    ``once_id_0`` ... ``once_id_<once-1>``; with ``notify`` (PostgreSQL) the statement also
+    sends the log's ``NOTIFY``, if it bumped.
     """
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     count = bindparam("count", type_=Integer)
     source = select(bindparam("run_id", type_=_counters.c.run_id.type), count, true() if close else false())
     if once:
-        logged = select(_events.c.sequence).where(_events.c.event_id == bindparam("once_id"))
+        ids = [bindparam(f"once_id_{offset}", type_=_events.c.event_id.type) for offset in range(once)]
+        logged = select(_events.c.sequence).where(_events.c.event_id.in_(ids))
         source = source.where(~logged.exists())
     else:
         # SQLite parses ``INSERT ... SELECT ... ON CONFLICT`` only with a WHERE in the SELECT.
@@ -272,7 +328,7 @@ def _reserve_statement(dialect_name: str, close: bool, notify: bool, once: bool)
 
 
 @functools.cache
-def _append_statement(count: int, close: bool, notify: bool, once: bool) -> Any:
+def _append_statement(count: int, close: bool, notify: bool, once: int) -> Any:
     """PostgreSQL: the counter upsert and the insert of ``count`` events in one statement.
 
     ``WITH reserved AS (<upsert> RETURNING next_sequence) INSERT INTO wop_events SELECT ...
