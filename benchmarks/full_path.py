@@ -24,7 +24,13 @@ each ratio the median of per-round ratios. Target: WopHost >= 1.0x LangGraph on 
 DBAPI statement counted (SQLite: the connection's trace callback; psycopg: its cursor), and
 prints statements and transactions per cycle, the commonest statements and the top functions.
 
-    python benchmarks/full_path.py --iterations 50 --rounds 5 --profile
+``--split`` then runs ``--split-cycles`` cycles of every contender and prints where a cycle's
+time goes: wall time, this process's CPU time (all threads), and the time spent waiting on
+PostgreSQL (psycopg's wait for each round trip), on the calling thread and on the others
+(LangGraph's background writers, whose waits overlap the caller's work). SQLite runs in
+process: its cycles are CPU.
+
+    python benchmarks/full_path.py --iterations 50 --rounds 5 --profile --split
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import sqlite3
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -242,6 +249,63 @@ class StatementCounter:
         psycopg.Connection._exec_command = exec_command  # type: ignore[method-assign]
 
 
+class DatabaseWaits:
+    """Time this process waits on PostgreSQL, by thread: the calling one, and the others.
+
+    Every psycopg round trip (statement, ``BEGIN``, ``COMMIT``, fetch) goes through
+    ``Connection.wait``; timing it times the waits, not the client's work around them.
+    """
+
+    def __init__(self) -> None:
+        self.caller = 0.0
+        self.others = 0.0
+        self.enabled = False
+        self._caller = threading.get_ident()
+
+    def install(self) -> None:
+        try:
+            import psycopg
+        except ImportError:
+            return
+        waits = self
+        original_wait = psycopg.Connection.wait
+
+        def wait(self: Any, gen: Any, *args: Any, **kwargs: Any) -> Any:
+            if not waits.enabled:
+                return original_wait(self, gen, *args, **kwargs)
+            started = time.perf_counter()
+            try:
+                return original_wait(self, gen, *args, **kwargs)
+            finally:
+                spent = time.perf_counter() - started
+                if threading.get_ident() == waits._caller:
+                    waits.caller += spent
+                else:
+                    waits.others += spent
+
+        psycopg.Connection.wait = wait  # type: ignore[method-assign]
+
+
+def split(cycles: dict[str, Cycle], count: int, waits: DatabaseWaits) -> None:
+    """Print wall, CPU and database-wait time per cycle of each contender."""
+    print(f"\nwhere a cycle's time goes (ms per cycle, {count} cycles each):")
+    print(f"  {'contender':34s} {'wall':>7s} {'cpu':>7s} {'db wait, caller':>16s} {'db wait, others':>16s}")
+    for name, cycle in cycles.items():
+        cycle()  # warm caches outside the figures
+        waits.caller = waits.others = 0.0
+        waits.enabled = True
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(count):
+            cycle()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        waits.enabled = False
+        per = 1000 / count
+        print(
+            f"  {name:34s} {wall * per:7.2f} {cpu * per:7.2f} "
+            f"{waits.caller * per:16.2f} {waits.others * per:16.2f}"
+        )
+
+
 def _text(query: Any) -> str:
     if isinstance(query, bytes):
         return query.decode()
@@ -293,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="profile the WopHost cycles afterwards")
     parser.add_argument("--profile-cycles", type=int, default=50)
     parser.add_argument("--top", type=int, default=20, help="functions listed per profile ordering")
+    parser.add_argument("--split", action="store_true", help="split each contender's cycle time afterwards")
+    parser.add_argument("--split-cycles", type=int, default=100)
     args = parser.parse_args(argv)
     postgres = args.postgres or os.environ.get(POSTGRES_ENV)
     if not postgres:
@@ -300,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     counter = StatementCounter()
     if args.profile:
         counter.install()
+    waits = DatabaseWaits()
+    if args.split:
+        waits.install()
     with tempfile.TemporaryDirectory(prefix="wop-bench-") as tmp, _contenders(Path(tmp), postgres) as cycles:
         report = measure(cycles, args.iterations, args.rounds, args.warmup)
         print(
@@ -318,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
             for name in ("WopHost[sqlite]", "WopHost[postgres]"):
                 if name in cycles:
                     profile(name, cycles[name], args.profile_cycles, counter, args.top)
+        if args.split:
+            split(cycles, args.split_cycles, waits)
     return 0
 
 

@@ -53,14 +53,18 @@ def test_append_benchmark_reports_every_mode() -> None:
 def test_full_path_benchmark_reports_ratios_and_a_profile() -> None:
     out = _run(
         "full_path.py", "--iterations", "2", "--rounds", "1", "--warmup", "0", "--profile",
-        "--profile-cycles", "1", "--top", "3",
+        "--profile-cycles", "1", "--top", "3", "--split", "--split-cycles", "1",
     )  # fmt: skip
     assert "WopHost[sqlite] / LangGraph+SqliteSaver" in out
     assert "LangGraph+SQLModelSaver[sqlite] / LangGraph+SqliteSaver" in out  # the floor
     assert "profile: WopHost[sqlite]" in out and "statements/cycle" in out
+    split = out[out.index("where a cycle's time goes") :]
+    assert "WopHost[sqlite]" in split and "db wait, caller" in split
     if POSTGRES:
         assert "WopHost[postgres] / LangGraph+PostgresSaver" in out
         assert "profile: WopHost[postgres]" in out
+        (row,) = [line for line in split.splitlines() if "WopHost[postgres]" in line]
+        assert float(row.split()[-2]) > 0  # the caller waited on PostgreSQL
 
 
 def test_http_engine_benchmark_reports_resolve_and_create_latency() -> None:
