@@ -42,6 +42,15 @@ def test_saver_benchmark_runs_every_saver_and_reports_ratios() -> None:
         assert "SQLModelSaver[postgres]+recorder / PostgresSaver" in out
 
 
+def test_postgres_costs_benchmark_reports_every_shape() -> None:
+    out = _run("postgres_costs.py", "--operations", "5", "--rounds", "1", "--warmup", "1")
+    if not POSTGRES:
+        assert out == ""  # nothing to measure without a server (it says so on stderr)
+        return
+    for shape in ("select 1", "insert, autocommit", "begin, 2 inserts, commit", "2 inserts as one CTE"):
+        assert shape in out
+
+
 def test_append_benchmark_reports_every_mode() -> None:
     out = _run("append.py", "--operations", "50", "--rounds", "1", "--warmup", "0")
     for mode in ("append1", "append3", "once", "in_tx"):
