@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Concatenate, NamedTuple, ParamSpec, Self, TypeVar, cast
+from typing import Any, Concatenate, NamedTuple, ParamSpec, Self, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -44,21 +44,18 @@ __all__ = ["LIST_PAGE_SIZE", "PING_AFTER_IDLE", "SaverBase"]
 #: A namespace's latest checkpoint as known just now (``None``: it has none), for the next read
 #: of it in this context (see :meth:`SaverBase.handing_over`): (thread id, namespace, tuple) in
 #: a one-item list, so that the read taking it empties it for the contexts copied from this one.
-_Handed = list[tuple[str, str, CheckpointTuple | None]]
-_HANDED: ContextVar[_Handed | None] = ContextVar("wop_handed", default=None)
-#: What :func:`_take` returns when nothing was handed for the namespace read.
-_NOT_HANDED = object()
+_Handover = tuple[str, str, CheckpointTuple | None]
+_HANDED: ContextVar[list[_Handover] | None] = ContextVar("wop_handed", default=None)
 
 
-def _take(handed: _Handed, thread_id: str, checkpoint_ns: str) -> CheckpointTuple | object | None:
-    """The handed latest checkpoint (or ``None``) if it is of this thread and namespace and
-    still there, else :data:`_NOT_HANDED`."""
+def _take(handed: list[_Handover], thread_id: str, checkpoint_ns: str) -> _Handover | None:
+    """The hand-over if it is of this thread and namespace and still there, else ``None``."""
     try:
         if handed[-1][:2] == (thread_id, checkpoint_ns):
-            return handed.pop()[2]
+            return handed.pop()
     except IndexError:  # taken by a concurrent read of the same context
         pass
-    return _NOT_HANDED
+    return None
 
 
 P = ParamSpec("P")
@@ -190,8 +187,8 @@ class SaverBase(BaseCheckpointSaver[str]):
             handed = _HANDED.get()
             if handed is not None:
                 taken = _take(handed, thread_id, checkpoint_ns)
-                if taken is not _NOT_HANDED:
-                    return cast(CheckpointTuple | None, taken)
+                if taken is not None:
+                    return taken[2]  # the handed checkpoint, or None: the thread has none
         loaded = self._run(_READ_ONE, "get_tuple", ops.read_tuple, thread_id, checkpoint_ns, checkpoint_id)
         return None if loaded is None else self._codec.checkpoint_tuple(*loaded)
 
