@@ -131,6 +131,9 @@ def appended_first(
     own as it ends. If the log is closed they are dropped. If the block raises, nothing of
     them is appended (the caller rolls the transaction back).
     """
+    if not timed:  # the usual write transaction: no start held
+        yield
+        return
     staged: dict[str, list[tuple[NewEvent, datetime]]] = conn.info.setdefault(_STAGED_KEY, {})
     staged.setdefault(run_id, []).extend(timed)
     try:
