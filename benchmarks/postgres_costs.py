@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from _harness import POSTGRES_ENV, database
+from _harness import POSTGRES_ENV, backends, database
 
 ROW = '{"kind": "approval"}'
 
@@ -93,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", default=None, help=f"PostgreSQL server URL (default ${POSTGRES_ENV})")
     args = parser.parse_args(argv)
     postgres = args.postgres or os.environ.get(POSTGRES_ENV)
-    if not postgres:
-        print(f"PostgreSQL skipped: pass --postgres or set {POSTGRES_ENV}", file=sys.stderr)
+    if not backends(postgres, only="postgres"):  # (it says why on stderr)
         return 0
     with database("postgres", postgres) as url:
         dsn = url.replace("postgresql+psycopg://", "postgresql://")
