@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, bindparam, event, select
 from tests.official import validate_event
 from tests.store._workers import BARRIER_TIMEOUT_S, append_worker, run_in_processes
 
 from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.store.engine import READ_ONLY, make_engine
 from wop_langgraph.store.events import (
+    Leading,
     NewEvent,
     RunLogClosed,
     append_event_once,
@@ -22,6 +27,7 @@ from wop_langgraph.store.events import (
     read_events,
 )
 from wop_langgraph.store.migrations import upgrade
+from wop_langgraph.store.run_tables import runs_table
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
 RUN = "acme/run-0123456789abcdef"
@@ -406,3 +412,96 @@ def test_timestamps_are_the_injected_clock(engine: Engine) -> None:
         append_events(conn, RUN, [log(1)], now=later)
     with engine.connect() as conn:
         assert [as_utc(e.timestamp) for e in read_events(conn, RUN)] == [NOW, later]
+
+
+# -- a leading write ------------------------------------------------------------------------
+
+
+@functools.cache
+def _leading_insert() -> Any:
+    """A run row's insert, as a leading write (parameters ``lead_<column>``)."""
+    columns = ("run_id", "workflow_id", "tenant", "owner", "status", "created_at", "updated_at")
+    return runs_table.insert().values(
+        {c: bindparam(f"lead_{c}", type_=runs_table.c[c].type) for c in columns}
+    )
+
+
+def _leading(run_id: str) -> Leading:
+    row = {"run_id": run_id, "workflow_id": "wf", "tenant": "acme", "owner": {"subject": "alice"}}
+    params = row | {"status": "pending", "created_at": NOW, "updated_at": NOW}
+    return _leading_insert(), {f"lead_{name}": value for name, value in params.items()}
+
+
+def _run_rows(engine: Engine, run_id: str) -> int:
+    with engine.connect() as conn:
+        return len(conn.execute(select(runs_table.c.run_id).where(runs_table.c.run_id == run_id)).all())
+
+
+@contextlib.contextmanager
+def _statements(engine: Engine) -> Iterator[list[str]]:
+    """The statements sent to the database meanwhile (SQLite: traced; psycopg: its cursor)."""
+    sent: list[str] = []
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as probe:
+            raw = probe.connection.driver_connection
+        assert raw is not None
+        raw.set_trace_callback(sent.append)
+        try:
+            yield sent
+        finally:
+            raw.set_trace_callback(None)
+        return
+    import psycopg
+
+    original = psycopg.Cursor.execute
+
+    def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return original(self, query, *args, **kwargs)
+
+    psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+    try:
+        yield sent
+    finally:
+        psycopg.Cursor.execute = original  # type: ignore[method-assign]
+
+
+def test_a_leading_write_commits_with_the_append_and_in_its_statement_on_postgres(engine: Engine) -> None:
+    engine = make_engine(str(engine.url.render_as_string(hide_password=False)), pool_size=1, max_overflow=0)
+    with _statements(engine) as sent, engine.begin() as conn:
+        stored = append_events(conn, RUN, [log(0), log(1)], now=NOW, leading=_leading(RUN))
+    assert [e.sequence for e in stored] == [0, 1]
+    assert _run_rows(engine, RUN) == 1
+    assert sequences(engine, RUN) == [0, 1]
+    writes = [s for s in sent if s.lstrip().upper().startswith(("INSERT", "WITH"))]
+    # PostgreSQL: one statement (the run, the counter, the events); SQLite: the run, the
+    # counter, the events (the trace shows each row of a batch).
+    assert len(writes) == (1 if engine.dialect.name == "postgresql" else 4), writes
+    engine.dispose()
+
+
+def test_a_leading_write_rolls_back_with_its_append(engine: Engine) -> None:
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        append_events(conn, RUN, [log(0)], now=NOW, leading=_leading(RUN))
+        raise RuntimeError("the caller fails after the append")
+    assert _run_rows(engine, RUN) == 0
+    assert sequences(engine, RUN) == []
+    with engine.begin() as conn:  # the sequences were given back
+        assert [e.sequence for e in append_events(conn, RUN, [log(1)], now=NOW, leading=_leading(RUN))] == [0]
+
+
+def test_a_leading_write_runs_once_before_staged_and_closed_logs(engine: Engine) -> None:
+    """With held events staged first it runs once; on a closed log the append refuses and the
+    caller's transaction takes the write back with it."""
+    start = NewEvent("node.started", {"nodeId": "a"}, node_id="a", event_id="start-a")
+    with engine.begin() as conn, appended_first(conn, RUN, [(start, NOW)]):
+        stored = append_events(conn, RUN, [log(0)], now=NOW, leading=_leading(RUN))
+    assert [e.type for e in stored] == ["log.appended"]
+    assert _run_rows(engine, RUN) == 1
+    assert sequences(engine, RUN) == [0, 1]
+    with engine.begin() as conn:
+        append_events(conn, OTHER_RUN, [NewEvent("run.completed", {"outputs": {}})], now=NOW, close=True)
+    with pytest.raises(RunLogClosed), engine.begin() as conn:
+        append_events(conn, OTHER_RUN, [log(1)], now=NOW, leading=_leading(OTHER_RUN))
+    assert _run_rows(engine, OTHER_RUN) == 0
+    assert sequences(engine, OTHER_RUN) == [0]

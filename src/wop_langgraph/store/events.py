@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,11 +28,13 @@ from wop_langgraph.store.appended import APPENDED_KEY, EVENTS_CHANNEL
 from wop_langgraph.store.run_tables import event_counters_table, events_table
 
 __all__ = [
+    "Leading",
     "NewEvent",
     "RunLogClosed",
     "StoredEvent",
     "append_event_once",
     "append_events",
+    "append_events_if",
     "appended_first",
     "last_sequence",
     "read_events",
@@ -42,6 +44,11 @@ _events = events_table
 _counters = event_counters_table
 #: ``Connection.info`` key: events to append first, by run (see :func:`appended_first`).
 _STAGED_KEY = "wop_staged_events"
+
+
+#: A write that goes with an append, in its statement where the database allows: a data-modifying
+#: statement compiled once (built with ``bindparam`` names no append uses) and its parameters.
+Leading = tuple[Any, Mapping[str, Any]]
 
 
 class RunLogClosed(Exception):
@@ -93,7 +100,13 @@ class StoredEvent:
 
 
 def append_events(
-    conn: Connection, run_id: str, events: Sequence[NewEvent], *, now: datetime, close: bool = False
+    conn: Connection,
+    run_id: str,
+    events: Sequence[NewEvent],
+    *,
+    now: datetime,
+    close: bool = False,
+    leading: Leading | None = None,
 ) -> list[StoredEvent]:
     """Append ``events`` to the log of ``run_id`` in order, inside the caller's transaction.
 
@@ -103,14 +116,67 @@ def append_events(
 
     Args:
         close: the events end the run (its terminal event): later appends are refused.
+        leading: a write that goes first (the fact the events tell of). On PostgreSQL it runs
+            in the append's statement, as a data-modifying ``WITH``: one statement where two
+            were, which a caller may then run in autocommit (see ``one_statement``);
+            elsewhere it is executed just before, in the same transaction. It runs even when
+            the append raises :class:`RunLogClosed` (the caller's transaction rolls back).
 
     Raises:
         RunLogClosed: the log was closed by an earlier terminal event (for example a
             cancellation that committed while a worker was still driving the run).
     """
     if not events:
+        if leading is not None:
+            _driver(leading[0]).rowcount(conn, leading[1])
         return []
-    return _append_after_staged(conn, run_id, [(event, now) for event in events], close=close, once=0)
+    timed = [(event, now) for event in events]
+    return _append_after_staged(conn, run_id, timed, close=close, once=0, leading=leading)
+
+
+def append_events_if(
+    conn: Connection,
+    run_id: str,
+    events: Sequence[NewEvent],
+    *,
+    now: datetime,
+    gate: Leading,
+    close: bool = False,
+    leading: Leading | None = None,
+) -> Any:
+    """Run ``leading``, then ``gate`` (a write returning at most one row, named columns), and
+    append ``events`` only if ``gate`` returned its row; returns that row, or ``None``.
+
+    On PostgreSQL all of it is one statement (``WITH``s of the writes, the counter bump
+    reading ``gate``'s row): one round trip, which a caller may run in autocommit. The gate
+    must also fail where the log is closed (a run that ended), so that a row it returns always
+    has its events appended; where it does not, :class:`RunLogClosed` is raised all the same.
+    Events staged by :func:`appended_first` are not looked for: call it with none held.
+    """
+    if conn.dialect.name != "postgresql":
+        if leading is not None:
+            _driver(leading[0]).rowcount(conn, leading[1])
+        row = next(iter(_driver(gate[0]).named(conn, gate[1])), None)
+        if row is not None:
+            append_events(conn, run_id, events, now=now, close=close)
+        return row
+    announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
+    params: dict[str, Any] = {"run_id": run_id, "count": len(events), "channel": EVENTS_CHANNEL, **gate[1]}
+    for offset, event in enumerate(events):
+        params.update({f"{name}_{offset}": value for name, value in _row(event, now).items()})
+    if leading is not None:
+        params.update(leading[1])
+    statement = _gated_append_statement(
+        len(events), close, run_id not in announced, gate[0], None if leading is None else leading[0]
+    )
+    found = _driver(statement).named(conn, params)
+    if not found:
+        return None
+    row = found[0]
+    if row.wop_logged != len(events):
+        raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
+    announced.add(run_id)
+    return row
 
 
 def append_event_once(conn: Connection, run_id: str, event: NewEvent, *, now: datetime) -> bool:
@@ -147,7 +213,13 @@ def appended_first(
 
 
 def _append_after_staged(
-    conn: Connection, run_id: str, timed: list[tuple[NewEvent, datetime]], *, close: bool, once: int
+    conn: Connection,
+    run_id: str,
+    timed: list[tuple[NewEvent, datetime]],
+    *,
+    close: bool,
+    once: int,
+    leading: Leading | None = None,
 ) -> list[StoredEvent]:
     """Append the run's staged events (see :func:`appended_first`), then ``timed`` (all of them
     only if not logged yet: ``once`` is 0 or ``len(timed)``), in one statement; returns those
@@ -155,22 +227,29 @@ def _append_after_staged(
     staged = conn.info.get(_STAGED_KEY)
     first = staged.pop(run_id, None) if staged else None
     if not first:
-        return _append_timed(conn, run_id, timed, close=close, once=once)
+        return _append_timed(conn, run_id, timed, close=close, once=once, leading=leading)
     # The staged are once-only, so the once-only events still lead the batch.
-    stored = _append_timed(conn, run_id, first + timed, close=close, once=len(first) + once)
+    stored = _append_timed(conn, run_id, first + timed, close=close, once=len(first) + once, leading=leading)
     ids = {event.event_id for event, _ in timed}
     return [event for event in stored if event.event_id in ids]
 
 
 def _append_timed(
-    conn: Connection, run_id: str, timed: list[tuple[NewEvent, datetime]], *, close: bool, once: int
+    conn: Connection,
+    run_id: str,
+    timed: list[tuple[NewEvent, datetime]],
+    *,
+    close: bool,
+    once: int,
+    leading: Leading | None = None,
 ) -> list[StoredEvent]:
-    """Append ``timed``, of which the first ``once`` only if their ids are not logged yet.
+    """Append ``timed``, of which the first ``once`` only if their ids are not logged yet,
+    after ``leading`` (which runs once, whatever the append finds).
 
     The common case (none logged) is one statement on PostgreSQL. Raises
     :class:`RunLogClosed` if the log is closed and there was something to append.
     """
-    stored = _append(conn, run_id, timed, close=close, once=once)
+    stored = _append(conn, run_id, timed, close=close, once=once, leading=leading)
     if stored is not None:
         return stored
     # Nothing reserved: some once-only event is logged already (a replay), or the log is closed.
@@ -235,8 +314,10 @@ def _append(
     *,
     close: bool,
     once: int,
+    leading: Leading | None = None,
 ) -> list[StoredEvent] | None:
-    """Reserve sequences for the events and insert them; ``None`` when nothing was reserved.
+    """Run ``leading``, reserve sequences for the events and insert them; ``None`` when nothing
+    was reserved.
 
     The counter bump only applies to an open log, so a terminal event and any append racing it
     are ordered by the counter row's lock: whichever comes second sees the log closed. With
@@ -254,12 +335,18 @@ def _append(
     if postgres:
         for offset, row in enumerate(rows):
             params.update({f"{name}_{offset}": value for name, value in row.items()})
-        statement = _append_statement(len(rows), close, run_id not in announced, once)
+        if leading is not None:
+            params.update(leading[1])
+        statement = _append_statement(
+            len(rows), close, run_id not in announced, once, None if leading is None else leading[0]
+        )
         inserted = _driver(statement).rows(conn, params)
         if not inserted:
             return None
         first = min(row[0] for row in inserted)
     else:
+        if leading is not None:
+            _driver(leading[0]).rowcount(conn, leading[1])
         reserved = _driver(_reserve_statement("sqlite", close, False, once)).rows(conn, params)
         if not reserved:
             return None
@@ -301,16 +388,18 @@ _ROW_COLUMNS = ("event_id", "type", "node_id", "payload", "timestamp", "schema_v
 
 
 @functools.cache
-def _reserve_statement(dialect_name: str, close: bool, notify: bool, once: int) -> Any:
+def _reserve_statement(dialect_name: str, close: bool, notify: bool, once: int, gate: Any = None) -> Any:
     """The counter upsert: bump ``next_sequence`` by ``count`` on an open log, return it.
 
     With ``once``, the row to upsert is only produced while no event has one of the ids
-    ``once_id_0`` ... ``once_id_<once-1>``; with ``notify`` (PostgreSQL) the statement also
-    sends the log's ``NOTIFY``, if it bumped.
+    ``once_id_0`` ... ``once_id_<once-1>``; with ``gate`` (a CTE), only if it has a row; with
+    ``notify`` (PostgreSQL) the statement also sends the log's ``NOTIFY``, if it bumped.
     """
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     count = bindparam("count", type_=Integer)
     source = select(bindparam("run_id", type_=_counters.c.run_id.type), count, true() if close else false())
+    if gate is not None:
+        source = source.select_from(gate)
     if once:
         ids = [bindparam(f"once_id_{offset}", type_=_events.c.event_id.type) for offset in range(once)]
         logged = select(_events.c.sequence).where(_events.c.event_id.in_(ids))
@@ -331,14 +420,25 @@ def _reserve_statement(dialect_name: str, close: bool, notify: bool, once: int) 
 
 
 @functools.cache
-def _append_statement(count: int, close: bool, notify: bool, once: int) -> Any:
-    """PostgreSQL: the counter upsert and the insert of ``count`` events in one statement.
+def _gated_append_statement(count: int, close: bool, notify: bool, gate: Any, leading: Any) -> Any:
+    """PostgreSQL: :func:`append_events_if` in one statement.
 
-    ``WITH reserved AS (<upsert> RETURNING next_sequence) INSERT INTO wop_events SELECT ...
-    FROM reserved``: no row reserved (closed log, or an already logged ``once`` event), no
-    event inserted; the statement returns the inserted sequences.
+    ``WITH leading AS (...), gate AS (... RETURNING ...), reserved AS (<upsert> FROM gate),
+    logged AS (INSERT INTO wop_events ... FROM reserved RETURNING sequence) SELECT gate.*,
+    (SELECT count(*) FROM logged) AS wop_logged FROM gate``.
     """
-    reserved = _reserve_statement("postgresql", close, notify, once).cte("reserved")
+    gated = gate.cte("gate")
+    reserved = _reserve_statement("postgresql", close, notify, 0, gated).cte("reserved")
+    logged = _events_from(reserved, count).returning(_events.c.sequence).cte("logged")
+    tally = select(func.count()).select_from(logged).scalar_subquery().label("wop_logged")
+    statement = select(*gated.c, tally).select_from(gated)
+    if leading is not None:
+        statement = statement.add_cte(leading.cte("leading"))
+    return statement.add_cte(gated, reserved, logged)
+
+
+def _events_from(reserved: Any, count: int) -> Any:
+    """The insert of ``count`` events numbered from what ``reserved`` (a CTE) returned."""
     first = reserved.c.next_sequence - bindparam("count", type_=Integer)
     rows = [
         select(
@@ -349,12 +449,24 @@ def _append_statement(count: int, close: bool, notify: bool, once: int) -> Any:
         for offset in range(count)
     ]
     source = rows[0] if count == 1 else union_all(*rows)
-    return (
-        postgresql.insert(_events)
-        .from_select(["run_id", "sequence", *_ROW_COLUMNS], source)
-        .returning(_events.c.sequence)
-        .add_cte(reserved)
-    )
+    return postgresql.insert(_events).from_select(["run_id", "sequence", *_ROW_COLUMNS], source)
+
+
+@functools.cache
+def _append_statement(count: int, close: bool, notify: bool, once: int, leading: Any = None) -> Any:
+    """PostgreSQL: the counter upsert and the insert of ``count`` events in one statement.
+
+    ``WITH reserved AS (<upsert> RETURNING next_sequence) INSERT INTO wop_events SELECT ...
+    FROM reserved``: no row reserved (closed log, or an already logged ``once`` event), no
+    event inserted; the statement returns the inserted sequences. A ``leading`` write joins
+    as a ``WITH`` of its own, which PostgreSQL runs to completion though nothing reads it
+    (compiled once per leading statement: those are compiled once themselves).
+    """
+    reserved = _reserve_statement("postgresql", close, notify, once).cte("reserved")
+    statement = _events_from(reserved, count).returning(_events.c.sequence)
+    if leading is not None:
+        statement = statement.add_cte(leading.cte("leading"))
+    return statement.add_cte(reserved)
 
 
 @functools.cache

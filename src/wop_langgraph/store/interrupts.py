@@ -248,6 +248,12 @@ def mark_consumed(conn: Connection, interrupt_ids: Sequence[str], *, now: dateti
     return int(conn.execute(statement).rowcount)
 
 
+def consume_one_write(interrupt_id: str, *, now: datetime) -> tuple[Any, dict[str, Any]]:
+    """:func:`mark_consumed` of one interrupt as a statement and its parameters, to run with
+    others (for example as the leading write of an append: see ``append_events``)."""
+    return _consume_one_statement(), {"consumed_id": interrupt_id, "consumed_now": now}
+
+
 @functools.cache
 def _consume_one_statement() -> Any:
     return (

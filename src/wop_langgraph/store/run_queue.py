@@ -118,9 +118,18 @@ def enqueue(conn: Connection, run_id: str, *, now: datetime, running: bool = Fal
         running: also set the run's status to ``running`` (a resolution that decided its
             gate: from now on the graph is moving again).
     """
+    statement, params = enqueue_write(conn, run_id, now=now, running=running)
+    driver_statement(statement).rows(conn, params)
+
+
+def enqueue_write(
+    conn: Connection, run_id: str, *, now: datetime, running: bool = False
+) -> tuple[Any, dict[str, Any]]:
+    """:func:`enqueue` as a statement and its parameters, to run with others (for example as
+    the leading write of the append that tells of it: see ``append_events``)."""
     postgres = conn.dialect.name == "postgresql"
     params = {"enq_run_id": run_id, "enq_now": now, "enq_channel": QUEUE_CHANNEL}
-    driver_statement(_enqueue_statement(running, postgres)).rows(conn, params)
+    return _enqueue_statement(running, postgres), params
 
 
 @functools.cache
