@@ -197,14 +197,14 @@ class InterruptRecorder:
         events = [suspended, NewEvent(type="interrupt.requested", node_id=node_id, payload=payload)]
         if kind in _LEGACY_REQUESTED:
             events.append(NewEvent(type=_LEGACY_REQUESTED[kind], node_id=node_id, payload=payload))
-        append_events(conn, run_id, events, now=now)
         waiting = {
             "wait_run": run_id,
             "wait_status": waiting_status_for(cast(InterruptKind, kind)),
             "wait_node": node_id,
             "wait_now": now,
         }
-        driver_statement(_waiting_statement()).rowcount(conn, waiting)
+        # The run waits from the statement that tells of the interrupt (one, on PostgreSQL).
+        append_events(conn, run_id, events, now=now, leading=(_waiting_statement(), waiting))
         for hook in self.on_requested:
             hook(conn, stored)
 

@@ -48,7 +48,7 @@ from wop_langgraph.store.interrupts import (
     lock_interrupt,
     set_votes,
 )
-from wop_langgraph.store.run_queue import enqueue
+from wop_langgraph.store.run_queue import enqueue_write
 from wop_langgraph.store.runs import TERMINAL_STATUSES
 
 __all__ = ["IDEMPOTENCY_KEY_PATTERN", "EnqueueHook", "Resolver"]
@@ -277,13 +277,13 @@ class Resolver:
         now = self._s.clock()
         if current.deadline is not None and as_utc(now) >= as_utc(current.deadline):
             _time_out(conn, current, now)
-            _enqueue(conn, current.run_id, now, hook)
+            _queued(conn, current.run_id, hook)
             return True, "timed-out"
         if parsed is not None and parsed.action == "ask":
             return False, None  # a question decides nothing (a late one timed out above)
         if parsed is None:
             _claim_in(conn, current, resume_value, {}, principal.subject(), now)
-            _enqueue(conn, current.run_id, now, hook)
+            _queued(conn, current.run_id, hook)
             return True, "running"
         data = current.payload["data"]
         voter = principal.subject_id
@@ -304,7 +304,7 @@ class Resolver:
             return False, None
         resolution = approval_resolution(outcome, parsed)
         _claim_in(conn, current, resume_value, resolution, principal.subject(), now, votes=recorded)
-        _enqueue(conn, current.run_id, now, hook)
+        _queued(conn, current.run_id, hook)
         return True, "running"
 
     def sweep(self, now: datetime) -> int:
@@ -318,14 +318,13 @@ class Resolver:
                 if current is None or not current.is_pending:
                     continue  # another process (or a resolver) got there first
                 _time_out(conn, current, now)
-                enqueue(conn, current.run_id, now=now, running=True)
             timed_out += 1
             self._s.on_enqueued(record.run_id)
         return timed_out
 
 
-def _enqueue(conn: Connection, run_id: str, now: datetime, hook: EnqueueHook | None) -> None:
-    enqueue(conn, run_id, now=now, running=True)
+def _queued(conn: Connection, run_id: str, hook: EnqueueHook | None) -> None:
+    """Tell ``hook`` that a claim queued ``run_id`` (see :func:`_claim_in`)."""
     if hook is not None:
         hook.queued(conn, run_id)
 
@@ -347,8 +346,9 @@ def _claim_in(
     status: str = "resolved",
     votes: list[dict[str, Any]] | None = None,
 ) -> None:
-    """Claim (pending -> resolved|expired), with the deciding ``votes`` if given, and append
-    the resolution events in ``conn``.
+    """Claim (pending -> resolved|expired), with the deciding ``votes`` if given, put the run
+    on the queue (``running``: its graph moves again) and append the resolution events, in
+    ``conn``; the queueing and the events are one statement on PostgreSQL.
 
     Raises:
         InterruptAlreadyResolved: another caller claimed it first.
@@ -390,7 +390,8 @@ def _claim_in(
     )
     if not won:
         raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
-    append_events(conn, target.run_id, events, now=now)
+    queueing = enqueue_write(conn, target.run_id, now=now, running=True)
+    append_events(conn, target.run_id, events, now=now, leading=queueing)
 
 
 def _turns_so_far(conn: Connection, run_id: str, conversation_id: str) -> int:

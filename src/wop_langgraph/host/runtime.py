@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
-from sqlalchemy import Connection, Engine, bindparam, select, update
+from sqlalchemy import Connection, Engine, bindparam, func, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.adapters.policy import ApprovalPolicy
@@ -38,9 +38,8 @@ from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, Ru
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
-from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.appended import signals_for
-from wop_langgraph.store.engine import reading
+from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
 from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run, open_work
 from wop_langgraph.store.run_queue import (
@@ -272,8 +271,12 @@ class WopHost:
         if lease is not None:
             row["status"] = "running"
         hold = None
+        postgres = self.engine.dialect.name == "postgresql"
+        # On PostgreSQL the run's row, its NOTIFY and ``run.started`` are one statement: with
+        # nothing else to commit with them, it runs in autocommit (one round trip, not four).
+        connect = one_statement if postgres and on_commit is None else Engine.connect
         try:
-            with self.engine.begin() as conn:
+            with connect(self.engine) as conn, conn.begin():
                 # The lease runs from here, once the transaction has the database (a SQLite
                 # writer may have queued for it); from here on it is renewed, and a cancel
                 # reaches the drive.
@@ -284,10 +287,13 @@ class WopHost:
                 # Inserted queued (one statement, not insert + enqueue); a worker may drive an
                 # unleased run the moment this commits, so the answer is what was committed.
                 values = row | queue
-                driver_statement(_insert_run_statement(tuple(values))).rowcount(conn, values)
-                append_events(conn, run_id, [NewEvent("run.started", started)], now=now)
-                if lease is None:  # leased here: other processes' workers have nothing to take
-                    notify(conn, QUEUE_CHANNEL, run_id)
+                # Leased here, other processes' workers have nothing to take: no NOTIFY.
+                notifies = postgres and lease is None
+                params = {f"new_run_{name}": value for name, value in values.items()}
+                if notifies:
+                    params["new_run_queue_channel"] = QUEUE_CHANNEL
+                leading = (_insert_run_statement(tuple(values), notify=notifies), params)
+                append_events(conn, run_id, [NewEvent("run.started", started)], now=now, leading=leading)
                 committed = SimpleNamespace(**row, current_node_id=None, error=None, completed_at=None)
                 if on_commit is not None:
                     on_commit(conn, _snapshot_of(committed))
@@ -567,10 +573,15 @@ class WopHost:
 
 
 @functools.cache
-def _insert_run_statement(columns: tuple[str, ...]) -> Any:
-    """The insert of a new run's row with these columns (compiled once per column set)."""
-    values = {name: bindparam(name, type_=runs_table.c[name].type) for name in columns}
-    return runs_table.insert().values(values)
+def _insert_run_statement(columns: tuple[str, ...], *, notify: bool) -> Any:
+    """The insert of a new run's row with these columns (parameters ``new_run_<column>``),
+    compiled once per column set; with ``notify`` it also sends the queue's NOTIFY (PostgreSQL,
+    parameter ``new_run_queue_channel``)."""
+    values = {name: bindparam(f"new_run_{name}", type_=runs_table.c[name].type) for name in columns}
+    statement = runs_table.insert().values(values)
+    if notify:
+        return statement.returning(func.pg_notify(bindparam("new_run_queue_channel"), runs_table.c.run_id))
+    return statement
 
 
 def _snapshot_of(row: Any) -> dict[str, Any]:

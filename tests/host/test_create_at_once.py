@@ -1,0 +1,95 @@
+"""Creating a run on PostgreSQL is one statement in autocommit: the run's row, the queue's
+``NOTIFY`` (for a run left to the workers) and ``run.started``, with no ``BEGIN``/``COMMIT``.
+
+A run created for a waiting caller is leased to it, so no worker is told of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.host._graphs import ALICE, approval_graph
+from wop_langgraph.host import WopHost
+from wop_langgraph.protocol.errors import NotFound
+from wop_langgraph.store.run_queue import QUEUE_CHANNEL
+
+
+@contextmanager
+def round_trips() -> Iterator[list[str]]:
+    """The statements and commands (``BEGIN``, ``COMMIT``) psycopg sends meanwhile."""
+    sent: list[str] = []
+    execute, command = psycopg.Cursor.execute, psycopg.Connection._exec_command
+
+    def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query).split(None, 1)[0].upper())
+        return execute(self, query, *args, **kwargs)
+
+    def counted_command(self: Any, cmd: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(bytes(cmd).decode().split(None, 1)[0].upper() if isinstance(cmd, bytes) else str(cmd))
+        return command(self, cmd, *args, **kwargs)
+
+    psycopg.Cursor.execute = counted_execute  # type: ignore[method-assign]
+    psycopg.Connection._exec_command = counted_command  # type: ignore[method-assign]
+    try:
+        yield sent
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        psycopg.Connection._exec_command = command  # type: ignore[method-assign]
+
+
+@pytest.fixture
+def pg_host(postgres_url: str) -> Iterator[WopHost]:
+    host = WopHost.from_url(postgres_url)
+    host.register("approval", approval_graph())
+    try:
+        yield host
+    finally:
+        host.saver.close()
+
+
+def queue_notices(listener: psycopg.Connection[Any]) -> list[str]:
+    return [note.payload for note in listener.notifies(timeout=0.5) if note.channel == QUEUE_CHANNEL]
+
+
+def test_a_run_left_to_the_workers_is_created_in_one_statement_that_tells_them(
+    pg_host: WopHost, postgres_url: str
+) -> None:
+    pg_host.create_run("approval", {}, owner=ALICE, wait=False)  # warm the pool and the statement cache
+    with psycopg.connect(postgres_url.replace("+psycopg", ""), autocommit=True) as listener:
+        listener.execute(f"LISTEN {QUEUE_CHANNEL}")
+        with round_trips() as sent:
+            snap = pg_host.create_run("approval", {"n": 1}, owner=ALICE, wait=False)
+        assert sent == ["WITH"], sent
+        assert queue_notices(listener) == [snap["runId"]]
+    assert snap["status"] == "pending"
+    started = [e for e in pg_host.events(snap["runId"]) if e["type"] == "run.started"]
+    assert [e["sequence"] for e in started] == [0]
+    assert pg_host.run_until_idle() >= 1
+    assert pg_host.snapshot(snap["runId"])["status"] == "waiting-approval"
+
+
+def test_a_run_created_for_a_waiting_caller_tells_no_worker(pg_host: WopHost, postgres_url: str) -> None:
+    with psycopg.connect(postgres_url.replace("+psycopg", ""), autocommit=True) as listener:
+        listener.execute(f"LISTEN {QUEUE_CHANNEL}")
+        snap = pg_host.create_run("approval", {}, owner=ALICE)
+        assert snap["status"] == "waiting-approval"
+        assert snap["runId"] not in queue_notices(listener)
+
+
+def test_a_create_with_a_write_of_its_own_commits_it_in_the_same_transaction(pg_host: WopHost) -> None:
+    seen: list[str] = []
+
+    def record(conn: Any, snapshot: dict[str, Any]) -> None:
+        seen.append(snapshot["runId"])
+        raise RuntimeError("the caller's own write failed")
+
+    with pytest.raises(RuntimeError):
+        pg_host.create_run("approval", {}, owner=ALICE, wait=False, on_commit=record)
+    (run_id,) = seen
+    with pytest.raises(NotFound):  # nothing of the run committed
+        pg_host.snapshot(run_id)
