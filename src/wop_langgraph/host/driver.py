@@ -35,7 +35,7 @@ from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command, StreamMode
-from sqlalchemy import Connection, Engine, bindparam, case, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, Exists, bindparam, case, or_, select, update
 
 from wop_langgraph.adapters import is_bare, to_node_value
 from wop_langgraph.host.deferred_starts import DeferredStarts, Taken
@@ -50,20 +50,27 @@ from wop_langgraph.nodes._context import (
     RunContext,
 )
 from wop_langgraph.nodes._suspend import Delivery
-from wop_langgraph.protocol.payloads import InterruptKind
+from wop_langgraph.protocol.payloads import INTERRUPT_KINDS, InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.engine import one_statement, reading
-from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once, append_events
+from wop_langgraph.store.events import (
+    NewEvent,
+    RunLogClosed,
+    append_event_once,
+    append_events,
+    append_events_if,
+)
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
+    consume_one_write,
     interrupts_of_run,
     mark_consumed,
     open_work,
 )
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_queue import Claim, ClaimedRun
-from wop_langgraph.store.run_tables import event_counters_table, events_table, runs_table
+from wop_langgraph.store.run_tables import event_counters_table, events_table, interrupts_table, runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES, unfinished
 
 __all__ = ["TERMINAL_STATUSES", "DriveSignal", "GraphDriver", "Pass", "jsonable", "needs_async"]
@@ -600,7 +607,9 @@ class GraphDriver:
         """Leave the queue waiting on an interrupt, or end the run, or go again if work arrived.
 
         One transaction: the delivered resolutions are consumed, the run's open interrupts
-        read, and the run either waits (if no work arrived meanwhile) or ends.
+        read, and the run either waits (if no work arrived meanwhile) or ends. The usual
+        ends, a pass that suspended and one that completed the run, first try one statement
+        that reads nothing before it (:meth:`_rest_at_once`, :meth:`_complete_at_once`).
         """
         if state is None and not self._suspended:
             if self._final_values is not _NO_VALUES:
@@ -610,6 +619,20 @@ class GraphDriver:
         # else: a task of this pass suspended, so the graph stopped at its interrupt; unless
         # its interrupt is not pending (not ours to answer), the state is not needed.
         now = self.clock()
+        if (
+            self._suspended
+            and not delivered
+            and not self._starts.holding()
+            and self._rest_at_once(claim, now)
+        ):
+            return Pass.IDLE
+        if (
+            isinstance(state, _Ended)
+            and len(delivered) <= 1
+            and not self._starts.holding()
+            and self._complete_at_once(claim, delivered, state.values, now)
+        ):
+            return Pass.IDLE
         needs_state = False
         with self._logging() as conn:  # (a start is held here only if its task wrote nothing)
             self._mark_consumed(conn, delivered)
@@ -641,6 +664,55 @@ class GraphDriver:
         if needs_state:
             return self._settle(claim, config, [], self.graph.get_state(config))
         return Pass.IDLE
+
+    def _rest_at_once(self, claim: Claim, now: datetime) -> bool:
+        """The usual end of a pass that suspended (nothing to consume, no start held): the run
+        waits on its oldest pending interrupt, in one statement with no read before it.
+
+        ``False`` (nothing written) when a resolution awaits delivery, nothing is pending, or
+        the lease moved: :meth:`_settle` then reads the run's work and decides as ever.
+        """
+        params = {
+            "rest_run_id": self.run_id,
+            "rest_owner": claim.owner,
+            "rest_version": claim.version,
+            "rest_now": now,
+        }
+        with one_statement(self.engine) as conn, conn.begin():
+            self.rested = _first(driver_statement(_rest_unless_work_statement()).named(conn, params))
+        return self.rested is not None
+
+    def _complete_at_once(
+        self, claim: Claim, delivered: list[InterruptRecord], values: Any, now: datetime
+    ) -> bool:
+        """The usual end of a pass that ran the graph to its end (at most one resolution to
+        consume, no start held): the delivered resolution is consumed, the run completed and
+        ``run.completed`` appended in one statement, with no read before it.
+
+        ``False`` when a resolution awaits delivery, the run ended meanwhile (cancelled) or
+        its log is closed; the delivery is consumed all the same (as :meth:`_settle` would),
+        and :meth:`_settle` reads the run's work and decides as ever.
+        """
+        outputs = jsonable(values) if isinstance(values, dict) else {"value": jsonable(values)}
+        params = {
+            "end_run_id": self.run_id,
+            "end_owner": claim.owner,
+            "end_status": "completed",
+            "end_outputs": outputs,
+            "end_error": None,
+            "end_node": None,
+            "end_now": now,
+        }
+        consumed = consume_one_write(delivered[0].interrupt_id, now=now) if delivered else None
+        if consumed is not None:
+            params["end_consumed_id"] = delivered[0].interrupt_id
+        gate = (_end_unless_work_statement(consumed is not None), params)
+        event = NewEvent("run.completed", {"outputs": outputs})
+        with one_statement(self.engine) as conn, conn.begin():
+            self.rested = append_events_if(
+                conn, self.run_id, [event], now=now, gate=gate, close=True, leading=consumed
+            )
+        return self.rested is not None
 
     def _stopped(self, claim: Claim, delivered: list[InterruptRecord] | None = None) -> Pass:
         """The run was cancelled while driven: drop it from the queue, write nothing more."""
@@ -831,6 +903,62 @@ def _rest_statement() -> Any:
             lease_until=None,
         )
         .returning(*runs_table.c)
+    )
+
+
+@functools.cache
+def _rest_unless_work_statement() -> Any:
+    """:func:`_rest_statement` at the run's oldest pending interrupt (its waiting status, its
+    node), read in the statement, which changes nothing while a resolution of the run awaits
+    delivery or when none is pending: what :meth:`GraphDriver._settle` would read first,
+    folded into the write. A resolution committing meanwhile bumps the queue version, so the
+    row no longer matches, as with a read and a write."""
+    interrupts = interrupts_table
+    oldest = (
+        select(interrupts.c.run_id, interrupts.c.kind, interrupts.c.node_id)
+        .where(interrupts.c.run_id == bindparam("rest_run_id"), interrupts.c.status == "pending")
+        .order_by(interrupts.c.created_at, interrupts.c.visit_index, interrupts.c.ordinal)
+        .limit(1)
+        .subquery("oldest")
+    )
+    status = case({kind: waiting_status_for(kind) for kind in INTERRUPT_KINDS}, value=oldest.c.kind)
+    return (
+        _rest_statement()
+        .where(
+            runs_table.c.run_id == oldest.c.run_id, status.is_not(None), ~_awaiting_delivery("rest_run_id")
+        )
+        .values(status=status, current_node_id=oldest.c.node_id)
+    )
+
+
+@functools.cache
+def _end_unless_work_statement(consuming: bool) -> Any:
+    """:func:`_end_statement`, which changes nothing while a resolution of the run awaits
+    delivery (other than ``end_consumed_id``, consumed beside it when ``consuming``) or once
+    its log is closed: what :meth:`GraphDriver._settle` would read first, folded into the
+    write, so that the run ends only with its terminal event appended in the same statement."""
+    # Consumed in the same statement, the delivered resolution still looks unconsumed here.
+    besides = [interrupts_table.c.interrupt_id != bindparam("end_consumed_id")] if consuming else []
+    closed = select(event_counters_table.c.run_id).where(
+        event_counters_table.c.run_id == bindparam("end_run_id"), event_counters_table.c.closed.is_(True)
+    )
+    return _end_statement().where(~_awaiting_delivery("end_run_id", *besides), ~closed.exists())
+
+
+def _awaiting_delivery(run_param: str, *also: ColumnElement[bool]) -> Exists:
+    """Whether the run (parameter ``run_param``) has a resolution (or a timeout) not yet
+    delivered to its graph, among the interrupts that match ``also``."""
+    interrupts = interrupts_table
+    return (
+        select(interrupts.c.interrupt_id)
+        .where(
+            interrupts.c.run_id == bindparam(run_param),
+            # Not ``in_``: a literal list renders per execution, and this is compiled once.
+            or_(interrupts.c.status == "resolved", interrupts.c.status == "expired"),
+            interrupts.c.consumed_at.is_(None),
+            *also,
+        )
+        .exists()
     )
 
 
