@@ -641,13 +641,9 @@ class GraphDriver:
                 return Pass.AGAIN  # a resolution committed while the graph ran
             if pending and (state is None or state.interrupts):
                 first = pending[0]
-                params = {
-                    "rest_run_id": self.run_id,
-                    "rest_owner": claim.owner,
-                    "rest_version": claim.version,
+                params = self._rest_params(claim, now) | {
                     "rest_status": waiting_status_for(cast(InterruptKind, first.kind)),
                     "rest_node": first.node_id,
-                    "rest_now": now,
                 }
                 self.rested = _first(driver_statement(_rest_statement()).named(conn, params))
                 return Pass.IDLE if self.rested is not None else Pass.AGAIN
@@ -658,9 +654,7 @@ class GraphDriver:
                 self._finish(conn, claim, "failed", error=_stuck_error(state.next))
                 return Pass.IDLE
             else:
-                values = state.values
-                outputs = jsonable(values) if isinstance(values, dict) else {"value": jsonable(values)}
-                self._finish(conn, claim, "completed", outputs=outputs)
+                self._finish(conn, claim, "completed", outputs=_outputs_of(state.values))
         if needs_state:
             return self._settle(claim, config, [], self.graph.get_state(config))
         return Pass.IDLE
@@ -672,15 +666,20 @@ class GraphDriver:
         ``False`` (nothing written) when a resolution awaits delivery, nothing is pending, or
         the lease moved: :meth:`_settle` then reads the run's work and decides as ever.
         """
-        params = {
+        params = self._rest_params(claim, now)
+        with one_statement(self.engine) as conn, conn.begin():
+            self.rested = _first(driver_statement(_rest_unless_work_statement()).named(conn, params))
+        return self.rested is not None
+
+    def _rest_params(self, claim: Claim, now: datetime) -> dict[str, Any]:
+        """The parameters the rest statements share (:func:`_rest_statement` also takes the
+        waiting status and node)."""
+        return {
             "rest_run_id": self.run_id,
             "rest_owner": claim.owner,
             "rest_version": claim.version,
             "rest_now": now,
         }
-        with one_statement(self.engine) as conn, conn.begin():
-            self.rested = _first(driver_statement(_rest_unless_work_statement()).named(conn, params))
-        return self.rested is not None
 
     def _complete_at_once(
         self, claim: Claim, delivered: list[InterruptRecord], values: Any, now: datetime
@@ -693,16 +692,8 @@ class GraphDriver:
         its log is closed; the delivery is consumed all the same (as :meth:`_settle` would),
         and :meth:`_settle` reads the run's work and decides as ever.
         """
-        outputs = jsonable(values) if isinstance(values, dict) else {"value": jsonable(values)}
-        params = {
-            "end_run_id": self.run_id,
-            "end_owner": claim.owner,
-            "end_status": "completed",
-            "end_outputs": outputs,
-            "end_error": None,
-            "end_node": None,
-            "end_now": now,
-        }
+        outputs = _outputs_of(values)
+        params = self._end_params(claim, "completed", outputs=outputs, now=now)
         consumed = consume_one_write(delivered[0].interrupt_id, now=now) if delivered else None
         if consumed is not None:
             params["end_consumed_id"] = delivered[0].interrupt_id
@@ -722,6 +713,27 @@ class GraphDriver:
             _dequeue(conn, claim)
         return Pass.IDLE
 
+    def _end_params(
+        self,
+        claim: Claim,
+        status: str,
+        *,
+        now: datetime,
+        outputs: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+        node: str | None = None,
+    ) -> dict[str, Any]:
+        """The parameters of :func:`_end_statement` (and of its guarded form) for this run."""
+        return {
+            "end_run_id": self.run_id,
+            "end_owner": claim.owner,
+            "end_status": status,
+            "end_outputs": outputs,
+            "end_error": error,
+            "end_node": node,
+            "end_now": now,
+        }
+
     def _finish(
         self,
         conn: Connection,
@@ -734,15 +746,8 @@ class GraphDriver:
     ) -> None:
         """End the run in ``conn``'s transaction: its row, the queue, the terminal event."""
         now = self.clock()
-        params = {
-            "end_run_id": self.run_id,
-            "end_owner": claim.owner,
-            "end_status": status,
-            "end_outputs": outputs,
-            "end_error": error,
-            "end_node": failed_node if status == "failed" else None,
-            "end_now": now,
-        }
+        node = failed_node if status == "failed" else None
+        params = self._end_params(claim, status, outputs=outputs, error=error, node=node, now=now)
         self.rested = _first(driver_statement(_end_statement()).named(conn, params))  # out of the queue too
         if self.rested is None:
             _dequeue(conn, claim)
@@ -861,6 +866,11 @@ def _node_failed(name: str, error: dict[str, Any]) -> NewEvent:
 def _dequeue(conn: Connection, claim: Claim) -> None:
     params = {"deq_run_id": claim.run_id, "deq_owner": claim.owner}
     driver_statement(_dequeue_statement()).rowcount(conn, params)
+
+
+def _outputs_of(values: Any) -> dict[str, Any]:
+    """The run's ``outputs``: the graph's final state as JSON (a non-dict state as ``value``)."""
+    return jsonable(values) if isinstance(values, dict) else {"value": jsonable(values)}
 
 
 def _first(rows: list[Any]) -> Any:

@@ -127,8 +127,7 @@ def append_events(
             cancellation that committed while a worker was still driving the run).
     """
     if not events:
-        if leading is not None:
-            _driver(leading[0]).rowcount(conn, leading[1])
+        _run_leading(conn, leading)
         return []
     timed = [(event, now) for event in events]
     return _append_after_staged(conn, run_id, timed, close=close, once=0, leading=leading)
@@ -154,18 +153,14 @@ def append_events_if(
     Events staged by :func:`appended_first` are not looked for: call it with none held.
     """
     if conn.dialect.name != "postgresql":
-        if leading is not None:
-            _driver(leading[0]).rowcount(conn, leading[1])
+        _run_leading(conn, leading)
         row = next(iter(_driver(gate[0]).named(conn, gate[1])), None)
         if row is not None:
             append_events(conn, run_id, events, now=now, close=close)
         return row
     announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
     params: dict[str, Any] = {"run_id": run_id, "count": len(events), "channel": EVENTS_CHANNEL, **gate[1]}
-    for offset, event in enumerate(events):
-        params.update({f"{name}_{offset}": value for name, value in _row(event, now).items()})
-    if leading is not None:
-        params.update(leading[1])
+    params |= _row_params([_row(event, now) for event in events], leading)
     statement = _gated_append_statement(
         len(events), close, run_id not in announced, gate[0], None if leading is None else leading[0]
     )
@@ -333,10 +328,7 @@ def _append(
     for offset, (event, _) in enumerate(timed[:once]):
         params[f"once_id_{offset}"] = event.event_id
     if postgres:
-        for offset, row in enumerate(rows):
-            params.update({f"{name}_{offset}": value for name, value in row.items()})
-        if leading is not None:
-            params.update(leading[1])
+        params |= _row_params(rows, leading)
         statement = _append_statement(
             len(rows), close, run_id not in announced, once, None if leading is None else leading[0]
         )
@@ -345,8 +337,7 @@ def _append(
             return None
         first = min(row[0] for row in inserted)
     else:
-        if leading is not None:
-            _driver(leading[0]).rowcount(conn, leading[1])
+        _run_leading(conn, leading)
         reserved = _driver(_reserve_statement("sqlite", close, False, once)).rows(conn, params)
         if not reserved:
             return None
@@ -369,6 +360,19 @@ def _append(
         )
         for offset, (event, at) in enumerate(timed)
     ]
+
+
+def _run_leading(conn: Connection, leading: Leading | None) -> None:
+    """Run ``leading`` on its own, in ``conn``'s transaction (where it cannot join a statement)."""
+    if leading is not None:
+        _driver(leading[0]).rowcount(conn, leading[1])
+
+
+def _row_params(rows: Sequence[dict[str, Any]], leading: Leading | None) -> dict[str, Any]:
+    """PostgreSQL: the parameters of one statement inserting ``rows`` (``<column>_<offset>``),
+    and those of the ``leading`` write it carries."""
+    params = {f"{name}_{offset}": value for offset, row in enumerate(rows) for name, value in row.items()}
+    return params if leading is None else params | dict(leading[1])
 
 
 def _row(event: NewEvent, at: datetime) -> dict[str, Any]:
