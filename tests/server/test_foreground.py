@@ -7,6 +7,7 @@ would otherwise hold the workers back for as long as it stays open.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from tests.server.conftest import ALICE, at_rest, make_settings, serving
@@ -41,6 +42,11 @@ async def test_a_request_that_changes_something_is_counted_until_answered(host: 
 async def test_the_servers_workers_defer_to_requests_being_answered(host: WopHost, db_url: str) -> None:
     app = create_app(host, make_settings(db_url, workers=2, worker_defer_seconds=30))
     async with serving(app) as client:
+        pool = host.start_workers()  # the server's, started already
+        deadline = time.monotonic() + 15
+        while pool.idle < pool.concurrency:  # each worker past its first look at the queue
+            assert time.monotonic() < deadline, "the workers did not settle"
+            await asyncio.sleep(0.01)
         host.foreground.enter()  # a request being answered, as long as the test wants
         try:
             response = await client.post("/runs", json={"workflowId": "review"}, headers=ALICE)

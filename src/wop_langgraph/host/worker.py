@@ -64,6 +64,11 @@ class WorkerPool:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
+    @property
+    def idle(self) -> int:
+        """How many workers wait for work now (none of them drives a run)."""
+        return self._idle
+
     def start(self) -> None:
         """Start the workers, the poller (and, on PostgreSQL, the notification listener)."""
         if self._threads:
