@@ -1,7 +1,8 @@
 """Creating a run on PostgreSQL is one statement in autocommit: the run's row, the queue's
 ``NOTIFY`` (for a run left to the workers) and ``run.started``, with no ``BEGIN``/``COMMIT``.
 
-A run created for a waiting caller is leased to it, so no worker is told of it.
+A run created for a waiting caller is leased to it, so no worker is told of it. A node's
+writes and its end are one autocommit statement too.
 """
 
 from __future__ import annotations
@@ -93,3 +94,21 @@ def test_a_create_with_a_write_of_its_own_commits_it_in_the_same_transaction(pg_
     (run_id,) = seen
     with pytest.raises(NotFound):  # nothing of the run committed
         pg_host.snapshot(run_id)
+
+
+def test_a_nodes_writes_and_end_are_one_statement(pg_host: WopHost) -> None:
+    """Each node end rides with the node's writes in one autocommit statement: a cycle opens
+    a transaction only for the interrupt (its row and events) and for the resolution."""
+    pg_host.create_run("approval", {}, owner=ALICE)  # warm the pool and the statement caches
+    with round_trips() as created:
+        snap = pg_host.create_run("approval", {}, owner=ALICE)
+    assert snap["status"] == "waiting-approval"
+    with round_trips() as resolved:
+        done = pg_host.resolve(snap["runId"], "review", {"action": "accept"}, ALICE)
+    assert done["status"] == "completed"
+    # write's end: no transaction; review's interrupt: one. The resolution: one; review's
+    # and publish's ends: none.
+    assert created.count("BEGIN") == 1, created
+    assert resolved.count("BEGIN") == 1, resolved
+    ends = [e for e in pg_host.events(snap["runId"]) if e["type"] == "node.completed"]
+    assert [e["nodeId"] for e in ends] == ["write", "review", "publish"]

@@ -19,6 +19,7 @@ from langgraph.graph import END, START, StateGraph
 
 from tests.host._graphs import ALICE, WORKFLOW, approval_graph
 from tests.host._support import HostFactory
+from wop_langgraph.host import deferred_starts
 from wop_langgraph.host.deferred_starts import FLUSH_AFTER_S
 from wop_langgraph.nodes import escalate_on_low_confidence
 
@@ -151,6 +152,42 @@ def test_nothing_is_logged_after_a_cancellation_of_a_running_node(make_host: Hos
         types = [t for t, _ in _types(host, run_id)]
         assert types[-1] == "run.cancelled", types
         assert "node.started" not in types[types.index("run.cancelled") :]
+    finally:
+        release.set()
+        host.stop_workers()
+
+
+def test_a_start_held_by_a_batch_that_could_not_commit_is_held_again_at_once(
+    make_host: HostFactory, monkeypatch: Any
+) -> None:
+    """A node's start rides with its end; the run is cancelled meanwhile, so on PostgreSQL the
+    one-statement store of the node's writes and end logs nothing and the batch is stored again
+    the usual way. The start the first try took is held again as it fails: the second try takes
+    it at once, where it would otherwise wait seconds for the first to settle."""
+    monkeypatch.setattr(deferred_starts, "FLUSH_AFTER_S", 60.0)  # held until the node's end
+    release = threading.Event()
+    running = threading.Event()
+
+    def slow(state: _State) -> _State:
+        running.set()
+        release.wait(30)
+        return {"n": 1}
+
+    host = make_host()
+    host.register("slow", _one_node("slow", slow))
+    host.start_workers(1, poll_seconds=0.05, sweep_seconds=0)
+    try:
+        run_id = host.create_run("slow", {}, owner=ALICE, wait=False)["runId"]
+        assert running.wait(15)
+        host.cancel(run_id, principal=ALICE, wait=False)
+        _until(lambda: host.snapshot(run_id)["status"] == "cancelled", what="the cancel")
+        released = time.monotonic()
+        release.set()
+        _until(lambda: not host.executor.driving, what="the drive to stop")
+        assert time.monotonic() - released < 2.5
+        types = [t for t, _ in _types(host, run_id)]
+        assert types[-1] == "run.cancelled", types
+        assert "node.completed" not in types, types
     finally:
         release.set()
         host.stop_workers()

@@ -15,16 +15,19 @@ from tests.official import validate_event
 from tests.store._workers import BARRIER_TIMEOUT_S, append_worker, run_in_processes
 
 from wop_langgraph._clock import as_utc, iso_z
-from wop_langgraph.store.engine import READ_ONLY, make_engine
+from wop_langgraph.store.engine import READ_ONLY, make_engine, one_statement
 from wop_langgraph.store.events import (
     Leading,
     NewEvent,
+    RideNotTaken,
+    RidingWrite,
     RunLogClosed,
     append_event_once,
     append_events,
     appended_first,
     last_sequence,
     read_events,
+    riding_next_append,
 )
 from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.run_tables import runs_table
@@ -505,3 +508,81 @@ def test_a_leading_write_runs_once_before_staged_and_closed_logs(engine: Engine)
         append_events(conn, OTHER_RUN, [log(1)], now=NOW, leading=_leading(OTHER_RUN))
     assert _run_rows(engine, OTHER_RUN) == 0
     assert sequences(engine, OTHER_RUN) == [0]
+
+
+# -- a riding write (PostgreSQL) --------------------------------------------------------------
+
+
+def _gated_run_insert(gate: Any, _arg: Any) -> Any:
+    """A run row's insert (parameters ``lead_<column>``), one row per row of ``gate``."""
+    columns = ("run_id", "workflow_id", "tenant", "owner", "status", "created_at", "updated_at")
+    source = select(*(bindparam(f"lead_{c}", type_=runs_table.c[c].type) for c in columns)).select_from(gate)
+    return runs_table.insert().from_select(list(columns), source)
+
+
+def _ride(run_id: str) -> RidingWrite:
+    return _gated_run_insert, None, _leading(run_id)[1]
+
+
+def _postgres_only(engine: Engine) -> None:
+    if engine.dialect.name != "postgresql":
+        pytest.skip("a riding write joins an append's statement on PostgreSQL only")
+
+
+def test_a_riding_write_goes_in_the_appends_statement_in_autocommit(engine: Engine) -> None:
+    _postgres_only(engine)
+    with (
+        _statements(engine) as sent,
+        one_statement(engine) as conn,
+        conn.begin(),
+        riding_next_append(conn, RUN, _ride(RUN)) as taken,
+    ):
+        assert not taken()
+        stored = append_events(conn, RUN, [log(0), log(1)], now=NOW)
+        assert taken()
+    assert [e.sequence for e in stored] == [0, 1]
+    assert _run_rows(engine, RUN) == 1
+    assert sequences(engine, RUN) == [0, 1]
+    writes = [s for s in sent if s.lstrip().upper().startswith(("INSERT", "WITH"))]
+    assert len(writes) == 1, writes  # the run, the counter and the events
+
+
+def test_a_riding_write_runs_only_if_the_append_logs(engine: Engine) -> None:
+    """A closed log, or a once-only event logged already: the append raises and the write did
+    not run either (in autocommit, so nothing rolled it back: it never ran)."""
+    _postgres_only(engine)
+    with engine.begin() as conn:
+        append_events(conn, OTHER_RUN, [NewEvent("run.completed", {"outputs": {}})], now=NOW, close=True)
+    with (
+        pytest.raises(RideNotTaken),
+        one_statement(engine) as conn,
+        conn.begin(),
+        riding_next_append(conn, OTHER_RUN, _ride(OTHER_RUN)),
+    ):
+        append_events(conn, OTHER_RUN, [log(1)], now=NOW)
+    assert _run_rows(engine, OTHER_RUN) == 0
+    assert sequences(engine, OTHER_RUN) == [0]
+
+    done = NewEvent("node.completed", {"nodeId": "a"}, node_id="a", event_id="end-a")
+    with engine.begin() as conn:
+        append_event_once(conn, RUN, done, now=NOW)
+    with (
+        pytest.raises(RideNotTaken),
+        one_statement(engine) as conn,
+        conn.begin(),
+        riding_next_append(conn, RUN, _ride(RUN)),
+    ):
+        append_event_once(conn, RUN, done, now=NOW)
+    assert _run_rows(engine, RUN) == 0
+    assert sequences(engine, RUN) == [0]
+
+
+def test_a_riding_write_no_append_took_is_left_to_the_caller(engine: Engine) -> None:
+    _postgres_only(engine)
+    with one_statement(engine) as conn, conn.begin():
+        with riding_next_append(conn, RUN, _ride(RUN)) as taken:
+            append_events(conn, OTHER_RUN, [log(0)], now=NOW)  # another run's log
+        assert not taken()
+        append_events(conn, RUN, [log(1)], now=NOW)  # after the block: nothing rides
+    assert _run_rows(engine, RUN) == 0
+    assert sequences(engine, RUN) == [0]

@@ -800,10 +800,24 @@ class _TaskEnds:
             if taken.starts:
                 with self._guard:
                     self._taken[id(batch)] = taken
-            yield
+            try:
+                yield
+            except BaseException:
+                # The batch's transaction will not commit: hold its starts again at once (the
+                # saver may store the batch again, in a transaction that takes them anew).
+                with self._guard:
+                    dropped = self._taken.pop(id(batch), None)
+                if dropped is not None:
+                    self._driver._starts.settled(dropped, committed=False)
+                raise
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         self._driver._record_task_end(conn, batch)
+
+    def one_append(self, batch: WriteBatch) -> bool:
+        # The held starts ride in the append of the task's end, or are appended on their own
+        # when it logs none: one append either way.
+        return True
 
     def committed(self, batch: WriteBatch) -> None:
         with self._guard:

@@ -53,6 +53,10 @@ class TaskWritesListener(Protocol):
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Inside the batch's transaction, after its interrupts are recorded."""
 
+    def one_append(self, batch: WriteBatch) -> bool:
+        """Whether its part in recording ``batch`` (:meth:`opening` and :meth:`record`) is at
+        most one append to the run's log, and nothing else."""
+
     def committed(self, batch: WriteBatch) -> None:
         """After the transaction of any of the run's batches (a subgraph's too) committed."""
 
@@ -102,6 +106,14 @@ class InterruptRecorder:
             return True
         listener = None if batch.checkpoint_ns else self._task_listeners.get(batch.thread_id)
         return listener is not None and listener.wants(batch)
+
+    def one_append(self, batch: WriteBatch) -> bool:
+        """Whether :meth:`record` of ``batch`` is at most one append to its run's log: a top-level
+        batch with no interrupt, whose listener says the same of its own part."""
+        if batch.checkpoint_ns or batch.touches(self.channels):
+            return False
+        listener = self._task_listeners.get(batch.thread_id)
+        return listener is not None and listener.one_append(batch)
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Record every interrupt in the batch's ``__interrupt__`` writes, then tell the listener."""

@@ -32,10 +32,17 @@ from sqlalchemy.exc import SQLAlchemyError
 from wop_langgraph.protocol.errors import StoreError, ValidationError
 from wop_langgraph.store import _saver_ops as ops
 from wop_langgraph.store._saver_codec import Codec, checked, thread_key
-from wop_langgraph.store._saver_sql import WRITES_PER_STATEMENT, Statements, statements_for
+from wop_langgraph.store._saver_sql import (
+    WRITES_PER_STATEMENT,
+    Statements,
+    gated_writes_params,
+    gated_writes_upsert,
+    statements_for,
+)
 from wop_langgraph.store._saver_tx import ConnectionLost, Database, Tx, driver_error, store_error
 from wop_langgraph.store.appended import release_signals
 from wop_langgraph.store.engine import configure_sqlite, is_sqlite, make_engine, normalize_url
+from wop_langgraph.store.events import RideNotTaken, riding_next_append
 from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
 
@@ -272,12 +279,34 @@ class SaverBase(BaseCheckpointSaver[str]):
             mode = _WRITE if len(rows) > WRITES_PER_STATEMENT else _WRITE_ONE
             self._run(mode, "put_writes", ops.store_writes, rows, None, batch)
             return
-        # Not retried: what the recorder appends (events) must not be appended twice.
-        with self._db.transaction("put_writes", write=True, with_connection=True) as tx:
-            ops.store_writes(tx, self._sql, rows, recorder, batch)
+        if not (
+            self._sql.postgres and _one_append(recorder, batch) and self._store_riding(rows, recorder, batch)
+        ):
+            # Not retried: what the recorder appends (events) must not be appended twice.
+            with self._db.transaction("put_writes", write=True, with_connection=True) as tx:
+                ops.store_writes(tx, self._sql, rows, recorder, batch)
         committed = getattr(recorder, "committed", None)
         if callable(committed):
             committed(batch)
+
+    def _store_riding(self, rows: builtins.list[Any], recorder: WriteRecorder, batch: WriteBatch) -> bool:
+        """PostgreSQL: store the batch in the statement of the one append its recorder makes, in
+        autocommit (one round trip where a transaction takes four); ``False`` when that append
+        logged nothing (nothing was stored: the caller stores the batch the usual way)."""
+        if len(rows) > WRITES_PER_STATEMENT:
+            return False
+        ride = (gated_writes_upsert, len(rows), gated_writes_params(rows))
+        try:
+            with (
+                self._db.transaction("put_writes", write=True, atomic=False, with_connection=True) as tx,
+                riding_next_append(tx.connection, batch.thread_id, ride) as taken,
+            ):
+                recorder.record(tx.connection, batch)
+                if not taken():  # the recorder appended nothing: the writes on their own
+                    ops.store_writes(tx, self._sql, rows, None, batch)
+        except RideNotTaken:
+            return False
+        return True
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint and write of ``thread_id``, in all namespaces."""
@@ -392,6 +421,13 @@ def _ids(ids: Sequence[str], what: str) -> Sequence[str]:
     if isinstance(ids, str):
         raise ValidationError(f"{what} takes a list of ids, not one string", details={"path": what})
     return ids
+
+
+def _one_append(recorder: WriteRecorder, batch: WriteBatch) -> bool:
+    """Whether ``recorder`` records ``batch`` with at most one append to its run's log and
+    nothing else (its optional ``one_append``)."""
+    one_append = getattr(recorder, "one_append", None)
+    return callable(one_append) and bool(one_append(batch))
 
 
 def _wants(recorder: WriteRecorder, batch: WriteBatch) -> bool:

@@ -59,6 +59,8 @@ __all__ = [
     "WRITES_PER_STATEMENT",
     "Sql",
     "Statements",
+    "gated_writes_params",
+    "gated_writes_upsert",
     "statements_for",
 ]
 
@@ -307,13 +309,10 @@ class Statements:
         return text, {**dict(zip(names, values, strict=True)), **tail}
 
     def _compile_upsert_writes(self, count: int) -> tuple[str, tuple[str, ...] | None, Any]:
-        statement = self._insert(W).values(
-            [{c.name: bindparam(f"{c.name}_{i}") for c in W.columns} for i in range(count)]
-        )
-        statement = statement.on_conflict_do_update(
-            index_elements=list(W.primary_key.columns),
-            set_={n: statement.excluded[n] for n in ("task_path", "channel", "type", "blob")},
-            where=statement.excluded.idx < literal(0),
+        statement = _on_conflict_of_writes(
+            self._insert(W).values(
+                [{c.name: bindparam(f"{c.name}_{i}") for c in W.columns} for i in range(count)]
+            )
         )
         compiled = compile_sql(statement, self.dialect)
         row_binds = tuple(f"{c.name}_{i}" for i in range(count) for c in W.columns)
@@ -419,3 +418,38 @@ def statements_for(dialect: Dialect) -> Statements:
     if found is None:
         found = _cache.setdefault(key, Statements(dialect))
     return found
+
+
+def _on_conflict_of_writes(statement: Any) -> Any:
+    """The writes upsert's conflict rule (see :meth:`Statements.upsert_writes`)."""
+    return statement.on_conflict_do_update(
+        index_elements=list(W.primary_key.columns),
+        set_={n: statement.excluded[n] for n in ("task_path", "channel", "type", "blob")},
+        where=statement.excluded.idx < literal(0),
+    )
+
+
+def gated_writes_upsert(gate: Any, count: int) -> Any:
+    """PostgreSQL: the upsert of ``count`` write rows (parameters ``ride_<column>_<i>``), each
+    row stored once per row of ``gate``: with a gate of one row or none, only if it has one.
+
+    The rows ride in an event append's statement (see
+    :func:`wop_langgraph.store.events.riding_next_append`), gated by its ``reserved`` CTE:
+    a task's writes are stored exactly when its end is logged.
+    """
+    rows = [
+        select(*(bindparam(f"ride_{c.name}_{i}", type_=c.type) for c in W.columns)).select_from(gate)
+        for i in range(count)
+    ]
+    source = rows[0] if count == 1 else union_all(*rows)
+    return _on_conflict_of_writes(postgresql.insert(W).from_select([c.name for c in W.columns], source))
+
+
+def gated_writes_params(rows: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """The parameters of :func:`gated_writes_upsert` for ``rows`` (each in the table's column order)."""
+    names = [c.name for c in W.columns]
+    return {
+        f"ride_{name}_{i}": value
+        for i, row in enumerate(rows)
+        for name, value in zip(names, row, strict=True)
+    }

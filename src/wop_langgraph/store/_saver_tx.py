@@ -35,7 +35,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from wop_langgraph.protocol.errors import StoreError
 from wop_langgraph.store._saver_sql import Sql
-from wop_langgraph.store.engine import is_memory_sqlite, write_lock
+from wop_langgraph.store.engine import is_memory_sqlite, one_statement, write_lock
 
 __all__ = ["ConnectionLost", "Database", "Tx", "driver_error", "store_error"]
 
@@ -143,7 +143,7 @@ class Database:
             write: whether the block writes (on SQLite it then holds the write lock).
             atomic: ``False`` for a block of one statement, which then runs in autocommit.
             with_connection: open the transaction through SQLAlchemy so ``tx.connection``
-                works (always atomic).
+                works (in autocommit too on PostgreSQL, if not ``atomic``).
 
         Raises:
             StoreError: the database or the pool failed (chained from the driver error);
@@ -156,7 +156,8 @@ class Database:
         if with_connection:
             try:
                 # The engine's "begin" hook takes the write lock once the connection is ours.
-                with self.engine.begin() as conn:
+                connect = Engine.connect if atomic else one_statement
+                with connect(self.engine) as conn, conn.begin():
                     yield Tx(conn.connection.driver_connection, conn, binary=not self._sqlite)
             except (SQLAlchemyError, self._error) as exc:
                 lost = isinstance(exc, DBAPIError) and exc.connection_invalidated

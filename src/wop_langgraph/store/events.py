@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +30,8 @@ from wop_langgraph.store.run_tables import event_counters_table, events_table
 __all__ = [
     "Leading",
     "NewEvent",
+    "RideNotTaken",
+    "RidingWrite",
     "RunLogClosed",
     "StoredEvent",
     "append_event_once",
@@ -38,12 +40,16 @@ __all__ = [
     "appended_first",
     "last_sequence",
     "read_events",
+    "riding_next_append",
 ]
 
 _events = events_table
 _counters = event_counters_table
 #: ``Connection.info`` key: events to append first, by run (see :func:`appended_first`).
 _STAGED_KEY = "wop_staged_events"
+#: ``Connection.info`` key: a write to carry in the next append's statement, by run (see
+#: :func:`riding_next_append`).
+_RIDING_KEY = "wop_riding_writes"
 
 
 #: A write that goes with an append, in its statement where the database allows: a data-modifying
@@ -51,8 +57,20 @@ _STAGED_KEY = "wop_staged_events"
 Leading = tuple[Any, Mapping[str, Any]]
 
 
+#: PostgreSQL: a write that rides in the statement of an append and runs only if the append logs
+#: its events: ``build(reserved, arg)`` gives the data-modifying statement reading the append's
+#: ``reserved`` CTE (one row when the append logs, none when not; compiled once per ``arg``),
+#: and the parameters (named so that no append's parameter has their names).
+RidingWrite = tuple[Callable[[Any, Any], Any], Hashable, Mapping[str, Any]]
+
+
 class RunLogClosed(Exception):
     """The run's log already holds its terminal event: nothing more may be appended."""
+
+
+class RideNotTaken(Exception):
+    """The append that carried a riding write logged nothing (its log is closed, or an event it
+    was to log once is logged already): neither the events nor the write were stored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +225,32 @@ def appended_first(
         staged.pop(run_id, None)
 
 
+@contextmanager
+def riding_next_append(conn: Connection, run_id: str, write: RidingWrite) -> Iterator[Callable[[], bool]]:
+    """PostgreSQL: within the block, the next append to ``run_id``'s log in ``conn`` carries
+    ``write`` in its statement, where it runs only if the append logs its events; an append
+    that would log nothing raises :class:`RideNotTaken` instead, with nothing stored.
+
+    This makes a fact and the events that tell of it one statement, which the caller may run
+    in autocommit, where the usual way (the fact, then the append, in one transaction) costs
+    a ``BEGIN`` and a ``COMMIT`` more. Yields a function telling whether an append took the
+    write: if none did, the caller stores it some other way.
+    """
+    riding: dict[str, RidingWrite] = conn.info.setdefault(_RIDING_KEY, {})
+    riding[run_id] = write
+    ended: list[bool] = []  # whether an append took it, as the block ended
+
+    def taken() -> bool:
+        return ended[0] if ended else riding.get(run_id) is not write
+
+    try:
+        yield taken
+    finally:
+        ended.append(taken())
+        if not ended[0]:
+            del riding[run_id]
+
+
 def _append_after_staged(
     conn: Connection,
     run_id: str,
@@ -328,12 +372,23 @@ def _append(
     for offset, (event, _) in enumerate(timed[:once]):
         params[f"once_id_{offset}"] = event.event_id
     if postgres:
+        riding = conn.info.get(_RIDING_KEY)
+        ride = riding.pop(run_id, None) if riding else None
         params |= _row_params(rows, leading)
+        if ride is not None:
+            params |= ride[2]
         statement = _append_statement(
-            len(rows), close, run_id not in announced, once, None if leading is None else leading[0]
+            len(rows),
+            close,
+            run_id not in announced,
+            once,
+            None if leading is None else leading[0],
+            None if ride is None else ride[:2],
         )
         inserted = _driver(statement).rows(conn, params)
         if not inserted:
+            if ride is not None:
+                raise RideNotTaken(f"run {run_id!r}: the append logged nothing; its riding write did not run")
             return None
         first = min(row[0] for row in inserted)
     else:
@@ -457,20 +512,28 @@ def _events_from(reserved: Any, count: int) -> Any:
 
 
 @functools.cache
-def _append_statement(count: int, close: bool, notify: bool, once: int, leading: Any = None) -> Any:
+def _append_statement(
+    count: int, close: bool, notify: bool, once: int, leading: Any = None, ride: Any = None
+) -> Any:
     """PostgreSQL: the counter upsert and the insert of ``count`` events in one statement.
 
     ``WITH reserved AS (<upsert> RETURNING next_sequence) INSERT INTO wop_events SELECT ...
     FROM reserved``: no row reserved (closed log, or an already logged ``once`` event), no
     event inserted; the statement returns the inserted sequences. A ``leading`` write joins
     as a ``WITH`` of its own, which PostgreSQL runs to completion though nothing reads it
-    (compiled once per leading statement: those are compiled once themselves).
+    (compiled once per leading statement: those are compiled once themselves). A ``ride``
+    (``(build, arg)`` of a :data:`RidingWrite`) joins as a ``WITH`` reading ``reserved``, so it
+    writes only if the events are logged.
     """
     reserved = _reserve_statement("postgresql", close, notify, once).cte("reserved")
     statement = _events_from(reserved, count).returning(_events.c.sequence)
     if leading is not None:
         statement = statement.add_cte(leading.cte("leading"))
-    return statement.add_cte(reserved)
+    statement = statement.add_cte(reserved)
+    if ride is not None:
+        build, arg = ride
+        statement = statement.add_cte(build(reserved, arg).cte("riding"))
+    return statement
 
 
 @functools.cache

@@ -43,7 +43,11 @@ class WriteRecorder(Protocol):
     single-statement fast path. Optional methods the saver calls when a recorder has them:
     ``wants(batch) -> bool`` decides batch by batch in place of ``channels``;
     ``committed(batch)`` runs after the batch's transaction committed; ``before_put(thread_id,
-    checkpoint_ns)`` runs before a checkpoint is stored (and may wait).
+    checkpoint_ns)`` runs before a checkpoint is stored (and may wait); ``one_append(batch) ->
+    bool`` says that recording the batch is at most one append to the run's event log and
+    nothing else: on PostgreSQL the writes then ride in that append's statement, in autocommit
+    (see :func:`~wop_langgraph.store.events.riding_next_append`), and if it logs nothing the
+    batch is stored again the usual way, ``record`` called a second time.
     """
 
     channels: frozenset[str] | None
