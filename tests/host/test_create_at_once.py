@@ -2,7 +2,8 @@
 ``NOTIFY`` (for a run left to the workers) and ``run.started``, with no ``BEGIN``/``COMMIT``.
 
 A run created for a waiting caller is leased to it, so no worker is told of it. A node's
-writes and its end are one autocommit statement too.
+writes and its end are one autocommit statement too, and a resolution's claim, the run's
+queueing and the events that tell of them one statement of the resolving transaction.
 """
 
 from __future__ import annotations
@@ -110,5 +111,9 @@ def test_a_nodes_writes_and_end_are_one_statement(pg_host: WopHost) -> None:
     # and publish's ends: none.
     assert created.count("BEGIN") == 1, created
     assert resolved.count("BEGIN") == 1, resolved
+    # The resolution's transaction: the interrupt read (psycopg's BEGIN goes out as it runs),
+    # the claim with the run's queueing and its events in one statement, the caller's lease on
+    # the run and the read of its work.
+    assert resolved[:6] == ["SELECT", "BEGIN", "WITH", "UPDATE", "SELECT", "COMMIT"], resolved
     ends = [e for e in pg_host.events(snap["runId"]) if e["type"] == "node.completed"]
     assert [e["nodeId"] for e in ends] == ["write", "review", "publish"]

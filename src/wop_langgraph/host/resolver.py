@@ -38,10 +38,10 @@ from wop_langgraph.protocol.errors import (
 from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally
 from wop_langgraph.store import idempotency
 from wop_langgraph.store.engine import reading
-from wop_langgraph.store.events import NewEvent, append_events
+from wop_langgraph.store.events import NewEvent, append_events_if
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
-    claim,
+    claim_write,
     expired_pending,
     interrupts_at_node,
     interrupts_of_run,
@@ -348,7 +348,7 @@ def _claim_in(
 ) -> None:
     """Claim (pending -> resolved|expired), with the deciding ``votes`` if given, put the run
     on the queue (``running``: its graph moves again) and append the resolution events, in
-    ``conn``; the queueing and the events are one statement on PostgreSQL.
+    ``conn``; the claim, the queueing and the events are one statement on PostgreSQL.
 
     Raises:
         InterruptAlreadyResolved: another caller claimed it first.
@@ -378,8 +378,7 @@ def _claim_in(
         if resume_value is not None:
             exchanged["outcome"] = resume_value
         events.append(NewEvent("conversation.exchanged", exchanged, node_id=target.node_id))
-    won = claim(
-        conn,
+    won = claim_write(
         target.interrupt_id,
         status="expired" if status == "expired" else "resolved",
         now=now,
@@ -388,10 +387,11 @@ def _claim_in(
         resolved_by=resolved_by,
         votes=votes,
     )
-    if not won:
-        raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
     queueing = enqueue_write(conn, target.run_id, now=now, running=True)
-    append_events(conn, target.run_id, events, now=now, leading=queueing)
+    # The claim gates the events (one statement on PostgreSQL); a lost claim raises, and the
+    # caller's transaction takes the queueing back.
+    if append_events_if(conn, target.run_id, events, now=now, gate=won, leading=queueing) is None:
+        raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
 
 
 def _turns_so_far(conn: Connection, run_id: str, conversation_id: str) -> int:

@@ -26,6 +26,7 @@ __all__ = [
     "InterruptStatus",
     "cancel_pending",
     "claim",
+    "claim_write",
     "count_consumed",
     "expired_pending",
     "get_interrupt",
@@ -200,6 +201,32 @@ def claim(
 
     ``votes``: the votes that decided it, recorded in the same statement.
     """
+    statement, params = claim_write(
+        interrupt_id,
+        status=status,
+        now=now,
+        resume_value=resume_value,
+        resolution=resolution,
+        resolved_by=resolved_by,
+        votes=votes,
+        returning=False,
+    )
+    return driver_statement(statement).rowcount(conn, params) == 1
+
+
+def claim_write(
+    interrupt_id: str,
+    *,
+    status: InterruptStatus,
+    now: datetime,
+    resume_value: Any = None,
+    resolution: dict[str, Any] | None = None,
+    resolved_by: dict[str, Any] | None = None,
+    votes: list[dict[str, Any]] | None = None,
+    returning: bool = True,
+) -> tuple[Any, dict[str, Any]]:
+    """:func:`claim` as a statement and its parameters, to run with others: with ``returning``,
+    it returns the interrupt's id when it wins (a gate of ``append_events_if``), no row when not."""
     if status == "pending":
         raise ValueError("a claim must move the interrupt to a final status")
     params = {
@@ -211,11 +238,11 @@ def claim(
         "claim_at": now,
         "claim_votes": votes,
     }
-    return driver_statement(_claim_statement(votes is not None)).rowcount(conn, params) == 1
+    return _claim_statement(votes is not None, returning), params
 
 
 @functools.cache
-def _claim_statement(with_votes: bool) -> Any:
+def _claim_statement(with_votes: bool, returning: bool) -> Any:
     """The compare-and-set ``pending -> <status>`` of one interrupt, compiled once."""
     values = {
         "status": bindparam("claim_status"),
@@ -226,11 +253,12 @@ def _claim_statement(with_votes: bool) -> Any:
     }
     if with_votes:
         values["votes"] = bindparam("claim_votes", type_=_table.c.votes.type)
-    return (
+    statement = (
         update(_table)
         .where(_table.c.interrupt_id == bindparam("claim_id"), _table.c.status == "pending")
         .values(values)
     )
+    return statement.returning(_table.c.interrupt_id) if returning else statement
 
 
 def mark_consumed(conn: Connection, interrupt_ids: Sequence[str], *, now: datetime) -> int:
