@@ -378,7 +378,7 @@ def _claim_in(
         if resume_value is not None:
             exchanged["outcome"] = resume_value
         events.append(NewEvent("conversation.exchanged", exchanged, node_id=target.node_id))
-    won = claim_write(
+    claiming = claim_write(
         target.interrupt_id,
         status="expired" if status == "expired" else "resolved",
         now=now,
@@ -390,7 +390,7 @@ def _claim_in(
     queueing = enqueue_write(conn, target.run_id, now=now, running=True)
     # The claim gates the events (one statement on PostgreSQL); a lost claim raises, and the
     # caller's transaction takes the queueing back.
-    if append_events_if(conn, target.run_id, events, now=now, gate=won, leading=queueing) is None:
+    if append_events_if(conn, target.run_id, events, now=now, gate=claiming, leading=queueing) is None:
         raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
 
 
