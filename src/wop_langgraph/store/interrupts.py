@@ -209,9 +209,8 @@ def claim(
         resolution=resolution,
         resolved_by=resolved_by,
         votes=votes,
-        returning=False,
     )
-    return driver_statement(statement).rowcount(conn, params) == 1
+    return bool(driver_statement(statement).rows(conn, params))
 
 
 def claim_write(
@@ -223,10 +222,9 @@ def claim_write(
     resolution: dict[str, Any] | None = None,
     resolved_by: dict[str, Any] | None = None,
     votes: list[dict[str, Any]] | None = None,
-    returning: bool = True,
 ) -> tuple[Any, dict[str, Any]]:
-    """:func:`claim` as a statement and its parameters, to run with others: with ``returning``,
-    it returns the interrupt's id when it wins (a gate of ``append_events_if``), no row when not."""
+    """:func:`claim` as a statement and its parameters, to run with others: it returns the
+    interrupt's id when it wins (a gate of ``append_events_if``), no row when not."""
     if status == "pending":
         raise ValueError("a claim must move the interrupt to a final status")
     params = {
@@ -238,11 +236,11 @@ def claim_write(
         "claim_at": now,
         "claim_votes": votes,
     }
-    return _claim_statement(votes is not None, returning), params
+    return _claim_statement(votes is not None), params
 
 
 @functools.cache
-def _claim_statement(with_votes: bool, returning: bool) -> Any:
+def _claim_statement(with_votes: bool) -> Any:
     """The compare-and-set ``pending -> <status>`` of one interrupt, compiled once."""
     values = {
         "status": bindparam("claim_status"),
@@ -253,12 +251,12 @@ def _claim_statement(with_votes: bool, returning: bool) -> Any:
     }
     if with_votes:
         values["votes"] = bindparam("claim_votes", type_=_table.c.votes.type)
-    statement = (
+    return (
         update(_table)
         .where(_table.c.interrupt_id == bindparam("claim_id"), _table.c.status == "pending")
         .values(values)
+        .returning(_table.c.interrupt_id)
     )
-    return statement.returning(_table.c.interrupt_id) if returning else statement
 
 
 def mark_consumed(conn: Connection, interrupt_ids: Sequence[str], *, now: datetime) -> int:
