@@ -9,39 +9,16 @@ queueing and the events that tell of them one statement of the resolving transac
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
 
 from tests.host._graphs import ALICE, approval_graph
+from tests.round_trips import heads, round_trips
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.errors import NotFound
 from wop_langgraph.store.run_queue import QUEUE_CHANNEL
-
-
-@contextmanager
-def round_trips() -> Iterator[list[str]]:
-    """The statements and commands (``BEGIN``, ``COMMIT``) psycopg sends meanwhile."""
-    sent: list[str] = []
-    execute, command = psycopg.Cursor.execute, psycopg.Connection._exec_command
-
-    def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(str(query).split(None, 1)[0].upper())
-        return execute(self, query, *args, **kwargs)
-
-    def counted_command(self: Any, cmd: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(bytes(cmd).decode().split(None, 1)[0].upper() if isinstance(cmd, bytes) else str(cmd))
-        return command(self, cmd, *args, **kwargs)
-
-    psycopg.Cursor.execute = counted_execute  # type: ignore[method-assign]
-    psycopg.Connection._exec_command = counted_command  # type: ignore[method-assign]
-    try:
-        yield sent
-    finally:
-        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
-        psycopg.Connection._exec_command = command  # type: ignore[method-assign]
 
 
 @pytest.fixture
@@ -66,7 +43,7 @@ def test_a_run_left_to_the_workers_is_created_in_one_statement_that_tells_them(
         listener.execute(f"LISTEN {QUEUE_CHANNEL}")
         with round_trips() as sent:
             snap = pg_host.create_run("approval", {"n": 1}, owner=ALICE, wait=False)
-        assert sent == ["WITH"], sent
+        assert heads(sent) == ["WITH"], sent
         assert queue_notices(listener) == [snap["runId"]]
     assert snap["status"] == "pending"
     started = [e for e in pg_host.events(snap["runId"]) if e["type"] == "run.started"]
@@ -109,11 +86,11 @@ def test_a_nodes_writes_and_end_are_one_statement(pg_host: WopHost) -> None:
     assert done["status"] == "completed"
     # write's end: no transaction; review's interrupt: one. The resolution: one; review's
     # and publish's ends: none.
-    assert created.count("BEGIN") == 1, created
-    assert resolved.count("BEGIN") == 1, resolved
+    assert heads(created).count("BEGIN") == 1, created
+    assert heads(resolved).count("BEGIN") == 1, resolved
     # The resolution's transaction: the interrupt read (psycopg's BEGIN goes out as it runs),
     # the claim with the run's queueing and its events in one statement, the caller's lease on
     # the run and the read of its work.
-    assert resolved[:6] == ["SELECT", "BEGIN", "WITH", "UPDATE", "SELECT", "COMMIT"], resolved
+    assert heads(resolved)[:6] == ["SELECT", "BEGIN", "WITH", "UPDATE", "SELECT", "COMMIT"], resolved
     ends = [e for e in pg_host.events(snap["runId"]) if e["type"] == "node.completed"]
     assert [e["nodeId"] for e in ends] == ["write", "review", "publish"]

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import Connection, select
+from tests.round_trips import round_trips
 from tests.store.conftest import new_thread, put_chain
 
 from wop_langgraph.store import SQLModelSaver, WriteBatch
@@ -27,6 +29,7 @@ from wop_langgraph.store.engine import one_statement
 from wop_langgraph.store.events import (
     NewEvent,
     RideNotTaken,
+    RidingWrite,
     RunLogClosed,
     append_event_once,
     append_events,
@@ -59,34 +62,6 @@ class TaskEndRecorder:
             append_event_once(conn, batch.thread_id, event, now=NOW)
 
 
-@contextlib.contextmanager
-def _round_trips(saver: SQLModelSaver) -> Iterator[list[str]]:
-    """What psycopg sends meanwhile: statements and transaction commands (PostgreSQL only)."""
-    sent: list[str] = []
-    if saver.engine.dialect.name != "postgresql":
-        yield sent
-        return
-    import psycopg
-
-    execute, command = psycopg.Cursor.execute, psycopg.Connection._exec_command
-
-    def traced_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(" ".join(str(query).split())[:60])
-        return execute(self, query, *args, **kwargs)
-
-    def traced_command(self: Any, cmd: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(bytes(cmd).decode() if isinstance(cmd, bytes | bytearray) else str(cmd))
-        return command(self, cmd, *args, **kwargs)
-
-    psycopg.Cursor.execute = traced_execute  # type: ignore[method-assign]
-    psycopg.Connection._exec_command = traced_command  # type: ignore[method-assign]
-    try:
-        yield sent
-    finally:
-        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
-        psycopg.Connection._exec_command = command  # type: ignore[method-assign]
-
-
 def _log(saver: SQLModelSaver, thread: str) -> list[str]:
     with saver.engine.connect() as conn:
         return [e.type for e in read_events(conn, thread)]
@@ -99,121 +74,105 @@ def _stored(saver: SQLModelSaver, thread: str) -> list[tuple[str, str]]:
         return sorted((row.task_id, row.channel) for row in rows)
 
 
-def _saver(url: str, recorder: TaskEndRecorder) -> SQLModelSaver:
-    return SQLModelSaver.from_url(url, recorder=recorder)
+@dataclass
+class Riding:
+    """A saver with a :class:`TaskEndRecorder`, and a thread with one checkpoint."""
+
+    saver: SQLModelSaver
+    recorder: TaskEndRecorder
+    thread: str
+    config: Any
+
+    @property
+    def postgres(self) -> bool:
+        return self.saver.engine.dialect.name == "postgresql"
+
+    def close_log(self) -> None:
+        with self.saver.engine.begin() as conn:
+            append_events(
+                conn, self.thread, [NewEvent("run.cancelled", {"reason": "test"})], now=NOW, close=True
+            )
 
 
-def test_a_batch_and_its_end_are_one_statement_on_postgresql(
-    module_db_url: str, shared_saver: SQLModelSaver
-) -> None:
+@pytest.fixture
+def riding(module_db_url: str, shared_saver: SQLModelSaver) -> Iterator[Riding]:
     recorder = TaskEndRecorder()
-    saver = _saver(module_db_url, recorder)
+    saver = SQLModelSaver.from_url(module_db_url, recorder=recorder)
     try:
         thread = new_thread()
         [config] = put_chain(saver, thread, 1, checkpoint_ns="")
-        with _round_trips(saver) as sent:
-            saver.put_writes(config, [("out", 1), ("log", ["done"])], "task-a")
-        assert _stored(saver, thread) == [("task-a", "log"), ("task-a", "out")]
-        assert _log(saver, thread) == ["node.completed"]
-        if saver.engine.dialect.name == "postgresql":
-            # The writes, the counter and the event: one statement, in autocommit (no BEGIN,
-            # no COMMIT); the usual way sends BEGIN, the writes, the append and COMMIT.
-            assert len(sent) == 1, sent
-            assert sent[0].startswith("WITH reserved"), sent
+        yield Riding(saver, recorder, thread, config)
     finally:
         saver.close()
 
 
-def test_a_batch_whose_recorder_appends_nothing_is_stored_alone(
-    module_db_url: str, shared_saver: SQLModelSaver
-) -> None:
-    recorder = TaskEndRecorder()
-    recorder.skip.add("task-b")
-    saver = _saver(module_db_url, recorder)
-    try:
-        thread = new_thread()
-        [config] = put_chain(saver, thread, 1, checkpoint_ns="")
-        with _round_trips(saver) as sent:
-            saver.put_writes(config, [("out", 2)], "task-b")
-        assert _stored(saver, thread) == [("task-b", "out")]
-        assert _log(saver, thread) == []
-        if saver.engine.dialect.name == "postgresql":
-            assert len(sent) == 1 and sent[0].startswith("INSERT INTO wop_checkpoint_writes"), sent
-    finally:
-        saver.close()
+def test_a_batch_and_its_end_are_one_statement_on_postgresql(riding: Riding) -> None:
+    with round_trips() as sent:
+        riding.saver.put_writes(riding.config, [("out", 1), ("log", ["done"])], "task-a")
+    assert _stored(riding.saver, riding.thread) == [("task-a", "log"), ("task-a", "out")]
+    assert _log(riding.saver, riding.thread) == ["node.completed"]
+    if riding.postgres:
+        # The writes, the counter and the event: one statement, in autocommit (no BEGIN,
+        # no COMMIT); the usual way sends BEGIN, the writes, the append and COMMIT.
+        assert len(sent) == 1, sent
+        assert sent[0].startswith("WITH reserved"), sent
 
 
-def test_a_batch_whose_end_is_logged_already_is_stored_and_logged_once(
-    module_db_url: str, shared_saver: SQLModelSaver
-) -> None:
+def test_a_batch_whose_recorder_appends_nothing_is_stored_alone(riding: Riding) -> None:
+    riding.recorder.skip.add("task-b")
+    with round_trips() as sent:
+        riding.saver.put_writes(riding.config, [("out", 2)], "task-b")
+    assert _stored(riding.saver, riding.thread) == [("task-b", "out")]
+    assert _log(riding.saver, riding.thread) == []
+    if riding.postgres:
+        assert len(sent) == 1 and sent[0].startswith("INSERT INTO wop_checkpoint_writes"), sent
+
+
+def test_a_batch_whose_end_is_logged_already_is_stored_and_logged_once(riding: Riding) -> None:
     """A task run again after a crash that kept its end but not its writes: the append that the
     writes rode in logs nothing, so the batch is stored the usual way, the end logged once."""
-    recorder = TaskEndRecorder()
-    saver = _saver(module_db_url, recorder)
-    try:
-        thread = new_thread()
-        [config] = put_chain(saver, thread, 1, checkpoint_ns="")
-        with saver.engine.begin() as conn:
-            append_events(
-                conn,
-                thread,
-                [NewEvent("node.completed", {"nodeId": "task-c"}, event_id="end-task-c")],
-                now=NOW,
-            )
-        saver.put_writes(config, [("out", 3)], "task-c")
-        assert _stored(saver, thread) == [("task-c", "out")]
-        assert _log(saver, thread) == ["node.completed"]
-        assert recorder.recorded == (
-            ["task-c", "task-c"] if saver.engine.dialect.name == "postgresql" else ["task-c"]
-        )
-    finally:
-        saver.close()
+    ended = NewEvent("node.completed", {"nodeId": "task-c"}, event_id="end-task-c")
+    with riding.saver.engine.begin() as conn:
+        append_events(conn, riding.thread, [ended], now=NOW)
+    riding.saver.put_writes(riding.config, [("out", 3)], "task-c")
+    assert _stored(riding.saver, riding.thread) == [("task-c", "out")]
+    assert _log(riding.saver, riding.thread) == ["node.completed"]
+    assert riding.recorder.recorded == (["task-c", "task-c"] if riding.postgres else ["task-c"])
 
 
-def test_a_batch_of_a_run_whose_log_closed_is_stored_with_nothing_logged(
-    module_db_url: str, shared_saver: SQLModelSaver
-) -> None:
-    recorder = TaskEndRecorder()
-    saver = _saver(module_db_url, recorder)
-    try:
-        thread = new_thread()
-        [config] = put_chain(saver, thread, 1, checkpoint_ns="")
-        with saver.engine.begin() as conn:
-            append_events(conn, thread, [NewEvent("run.cancelled", {"reason": "test"})], now=NOW, close=True)
-        saver.put_writes(config, [("out", 4)], "task-d")
-        assert _stored(saver, thread) == [("task-d", "out")]
-        assert _log(saver, thread) == ["run.cancelled"]
-    finally:
-        saver.close()
+def test_a_batch_of_a_run_whose_log_closed_is_stored_with_nothing_logged(riding: Riding) -> None:
+    riding.close_log()
+    riding.saver.put_writes(riding.config, [("out", 4)], "task-d")
+    assert _stored(riding.saver, riding.thread) == [("task-d", "out")]
+    assert _log(riding.saver, riding.thread) == ["run.cancelled"]
 
 
-def test_riding_writes_are_stored_only_with_the_events(
-    module_db_url: str, shared_saver: SQLModelSaver
-) -> None:
+def _ride(riding: Riding) -> RidingWrite:
+    """One write row of the thread's checkpoint (``out`` = 5, task ``task-e``), as a riding upsert."""
+    checkpoint_id = riding.config["configurable"]["checkpoint_id"]
+    row = (riding.thread, "", checkpoint_id, "task-e", 0, "", "out", "json", b"5")
+    return gated_writes_upsert, 1, gated_writes_params([row])
+
+
+def _append_end_carrying(riding: Riding) -> None:
+    """Log an end in autocommit, the thread's riding upsert in its statement."""
+    engine = riding.saver.engine
+    with one_statement(engine) as conn, conn.begin(), riding_next_append(conn, riding.thread, _ride(riding)):
+        append_events(conn, riding.thread, [NewEvent("node.completed", {"nodeId": "e"})], now=NOW)
+
+
+def test_riding_writes_are_stored_only_with_the_events(riding: Riding) -> None:
     """The saver's riding upsert reads the append's gate: no events logged, no writes stored."""
-    if shared_saver.engine.dialect.name != "postgresql":
+    if not riding.postgres:
         pytest.skip("writes ride in an append's statement on PostgreSQL only")
-    thread = new_thread()
-    [config] = put_chain(shared_saver, thread, 1, checkpoint_ns="")
-    row = (thread, "", config["configurable"]["checkpoint_id"], "task-e", 0, "", "out", "json", b"5")
-    ride = (gated_writes_upsert, 1, gated_writes_params([row]))
-    with shared_saver.engine.begin() as conn:
-        append_events(conn, thread, [NewEvent("run.cancelled", {"reason": "test"})], now=NOW, close=True)
-    with (
-        pytest.raises(RideNotTaken),
-        one_statement(shared_saver.engine) as conn,
-        conn.begin(),
-        riding_next_append(conn, thread, ride),
-    ):
-        append_events(conn, thread, [NewEvent("node.completed", {"nodeId": "e"})], now=NOW)
-    assert _stored(shared_saver, thread) == []
-
-    other = new_thread()
-    [config] = put_chain(shared_saver, other, 1, checkpoint_ns="")
-    row = (other, "", config["configurable"]["checkpoint_id"], "task-e", 0, "", "out", "json", b"5")
-    ride = (gated_writes_upsert, 1, gated_writes_params([row]))
-    with one_statement(shared_saver.engine) as conn, conn.begin(), riding_next_append(conn, other, ride):
-        append_events(conn, other, [NewEvent("node.completed", {"nodeId": "e"})], now=NOW)
-    assert _stored(shared_saver, other) == [("task-e", "out")]
-    found = shared_saver.get_tuple(config)
+    _append_end_carrying(riding)
+    assert _stored(riding.saver, riding.thread) == [("task-e", "out")]
+    found = riding.saver.get_tuple(riding.config)
     assert found is not None and found.pending_writes == [("task-e", "out", 5)]
+
+    closed = Riding(riding.saver, riding.recorder, new_thread(), None)
+    [closed.config] = put_chain(riding.saver, closed.thread, 1, checkpoint_ns="")
+    closed.close_log()
+    with pytest.raises(RideNotTaken):
+        _append_end_carrying(closed)
+    assert _stored(riding.saver, closed.thread) == []

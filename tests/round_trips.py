@@ -1,0 +1,42 @@
+"""What psycopg sends to PostgreSQL meanwhile: each statement and each transaction command.
+
+Tests that promise a number of round trips (one statement in autocommit, no ``BEGIN``) count
+them here. Each entry is the statement's text with its whitespace folded, or the command
+(``BEGIN ...``, ``COMMIT``) psycopg sends on its own; :func:`heads` gives their first words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+
+
+@contextmanager
+def round_trips() -> Iterator[list[str]]:
+    """The statements and commands psycopg sends within the block, in order."""
+    sent: list[str] = []
+    execute, command = psycopg.Cursor.execute, psycopg.Connection._exec_command
+
+    def traced_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(" ".join(str(query).split()))
+        return execute(self, query, *args, **kwargs)
+
+    def traced_command(self: Any, cmd: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(bytes(cmd).decode() if isinstance(cmd, bytes | bytearray) else str(cmd))
+        return command(self, cmd, *args, **kwargs)
+
+    psycopg.Cursor.execute = traced_execute  # type: ignore[method-assign]
+    psycopg.Connection._exec_command = traced_command  # type: ignore[method-assign]
+    try:
+        yield sent
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        psycopg.Connection._exec_command = command  # type: ignore[method-assign]
+
+
+def heads(sent: list[str]) -> list[str]:
+    """The first word of each, upper-cased (``SELECT``, ``WITH``, ``BEGIN`` ...)."""
+    return [text.split(None, 1)[0].upper() for text in sent]
