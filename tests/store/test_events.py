@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, bindparam, event, select
 from tests.official import validate_event
+from tests.round_trips import round_trips
 from tests.store._workers import BARRIER_TIMEOUT_S, append_worker, run_in_processes
 
 from wop_langgraph._clock import as_utc, iso_z
@@ -442,7 +443,8 @@ def _run_rows(engine: Engine, run_id: str) -> int:
 
 @contextlib.contextmanager
 def _statements(engine: Engine) -> Iterator[list[str]]:
-    """The statements sent to the database meanwhile (SQLite: traced; psycopg: its cursor)."""
+    """The statements sent to the database meanwhile (SQLite: traced; PostgreSQL: what psycopg
+    sends, its transaction commands too)."""
     sent: list[str] = []
     if engine.dialect.name == "sqlite":
         with engine.connect() as probe:
@@ -454,19 +456,8 @@ def _statements(engine: Engine) -> Iterator[list[str]]:
         finally:
             raw.set_trace_callback(None)
         return
-    import psycopg
-
-    original = psycopg.Cursor.execute
-
-    def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(str(query))
-        return original(self, query, *args, **kwargs)
-
-    psycopg.Cursor.execute = execute  # type: ignore[method-assign]
-    try:
+    with round_trips() as sent:
         yield sent
-    finally:
-        psycopg.Cursor.execute = original  # type: ignore[method-assign]
 
 
 def test_a_leading_write_commits_with_the_append_and_in_its_statement_on_postgres(engine: Engine) -> None:
