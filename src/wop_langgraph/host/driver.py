@@ -38,6 +38,7 @@ from langgraph.types import Command, StreamMode
 from sqlalchemy import ColumnElement, Connection, Engine, Exists, bindparam, case, or_, select, update
 
 from wop_langgraph.adapters import is_bare, to_node_value
+from wop_langgraph.host._inline_saves import saving_inline
 from wop_langgraph.host.deferred_starts import DeferredStarts, Taken
 from wop_langgraph.host.errors_public import public_error
 from wop_langgraph.host.foreground import at_step_boundary
@@ -323,16 +324,18 @@ class GraphDriver:
                 )
                 return outcome
             try:
-                for mode, chunk in self.graph.stream(
-                    graph_input, config, stream_mode=self._stream_modes(), durability="sync"
-                ):
-                    if mode == "values":
-                        self._final_values = chunk
-                        continue
-                    failed_node = self._on_task(cast(Mapping[str, Any], chunk), resumed) or failed_node
-                    if self.signal.stop.is_set():
-                        break
-                    at_step_boundary()  # a worker lets the requests being answered go first
+                with saving_inline(self.graph.checkpointer):
+                    chunks = self.graph.stream(
+                        graph_input, config, stream_mode=self._stream_modes(), durability="sync"
+                    )
+                    for mode, chunk in chunks:
+                        if mode == "values":
+                            self._final_values = chunk
+                            continue
+                        failed_node = self._on_task(cast(Mapping[str, Any], chunk), resumed) or failed_node
+                        if self.signal.stop.is_set():
+                            break
+                        at_step_boundary()  # a worker lets the requests being answered go first
             except (UnknownInterruptError, RunLogClosed):
                 raise
             except Exception as exc:  # the node's or the graph's own failure ends the run
