@@ -1,8 +1,11 @@
-"""A sync pass saves on the thread that drives it (see ``wop_langgraph.host._inline_saves``).
+"""A pass starts no thread for its saves.
 
-LangGraph would hand each save to a thread pool made for the pass; the host's passes make no
-thread for their saves. A step of several tasks still runs them side by side, and a graph run
-outside a pass (by a node, or by the application) gets LangGraph's own executor.
+A sync pass saves on the thread that drives it (see ``wop_langgraph.host._inline_saves``):
+LangGraph would hand each save to a thread pool made for the pass. A step of several tasks
+still runs them side by side, and a graph run outside a pass (by a node, or by the
+application) gets LangGraph's own executor. An async pass, on an event loop of its own, awaits
+its saves on threads kept for the process (``wop_langgraph._off_loop``), not on a default
+executor made and shut down with each loop.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from langgraph.pregel import Pregel
 
 from tests.host._graphs import ALICE, WORKFLOW, State, approval_graph, count
 from tests.host._support import HostFactory
+from tests.host.test_engine import async_review_graph
 from wop_langgraph.host._inline_saves import saving_inline
 
 ACCEPT = {"action": "accept", "feedback": "ship it"}
@@ -53,6 +57,23 @@ def test_a_pass_starts_no_thread_for_its_saves(
     # LangGraph's executor would have started a thread or two in each of the two passes.
     assert started == []
     assert count("publish") == 1  # the first run still waits at its gate
+
+
+def test_an_async_pass_starts_no_thread_either(
+    make_host: HostFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = make_host()
+    host.register("async-review", async_review_graph())
+    # The first cycle starts the kept threads (and the host's own, if any).
+    first = host.create_run("async-review", {"log": []}, owner=ALICE)
+    assert host.resolve(first["runId"], "review", ACCEPT, ALICE)["status"] == "completed"
+    with threads_started(monkeypatch) as started:
+        created = host.create_run("async-review", {"log": []}, owner=ALICE)
+        assert created["status"] == "waiting-approval", created
+        result = host.resolve(created["runId"], "review", ACCEPT, ALICE)
+    assert result["status"] == "completed", result
+    # asyncio.to_thread would have started two to four threads in each pass.
+    assert started == []
 
 
 def _side_by_side_graph(barrier: threading.Barrier) -> Pregel:

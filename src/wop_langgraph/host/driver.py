@@ -37,6 +37,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command, StreamMode
 from sqlalchemy import ColumnElement, Connection, Engine, Exists, bindparam, case, or_, select, update
 
+from wop_langgraph._off_loop import OffLoop
 from wop_langgraph.adapters import is_bare, to_node_value
 from wop_langgraph.host._inline_saves import saving_inline
 from wop_langgraph.host.deferred_starts import DeferredStarts, Taken
@@ -85,6 +86,9 @@ _PUSH = "__pregel_push"
 _PULL_PATH = "~__pregel_pull, "
 #: How long a checkpoint (or the stream) waits for the transaction of a task's writes.
 _END_RECORD_TIMEOUT_S = 10.0
+#: The threads an async pass logs its task events on (a call may wait for a task's writes,
+#: which the saver stores on threads of its own, never on these).
+_TASK_EVENTS = OffLoop("wop-task-events", 32)
 
 _log = logging.getLogger("wop_langgraph.driver")
 #: No ``values`` chunk streamed (yet) in this pass.
@@ -423,7 +427,7 @@ class GraphDriver:
                     self._final_values = chunk
                     continue
                 task = cast(Mapping[str, Any], chunk)
-                failed_node = await asyncio.to_thread(self._on_task, task, resumed) or failed_node
+                failed_node = await _TASK_EVENTS.run(self._on_task, task, resumed) or failed_node
                 if self.signal.stop.is_set():
                     break
         except (UnknownInterruptError, RunLogClosed, asyncio.CancelledError):

@@ -13,16 +13,20 @@ round trip per write on PostgreSQL, no per-statement SQLAlchemy work) only exist
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 
+from wop_langgraph._off_loop import OffLoop
 from wop_langgraph.store._saver_base import SaverBase
 
 __all__ = ["AsyncSQLModelSaver", "SQLModelSaver"]
+
+#: The threads every async saver's calls run on, in every event loop (as many as the
+#: engine's default pool has connections: 10 + 20 overflow).
+_SAVES = OffLoop("wop-saver", 30)
 
 
 class SQLModelSaver(SaverBase):
@@ -42,8 +46,9 @@ class SQLModelSaver(SaverBase):
 class AsyncSQLModelSaver(SaverBase):
     """The asyncio twin of :class:`SQLModelSaver`: the same storage, awaited on worker threads.
 
-    Every ``a``-method runs its sync twin in :func:`asyncio.to_thread`, so the event loop
-    never waits on the database and the recorder still gets a sync ``Connection`` inside the
+    Every ``a``-method runs its sync twin on a thread of a pool kept for the process (as
+    :func:`asyncio.to_thread` would, without making threads for each new event loop), so the
+    event loop never waits on the database and the recorder still gets a sync ``Connection`` inside the
     write transaction. The sync methods work as well (``graph.get_state`` calls them).
 
     Example:
@@ -54,11 +59,11 @@ class AsyncSQLModelSaver(SaverBase):
 
     async def asetup(self) -> int:
         """Create the schema, or upgrade it to the newest version; returns that version."""
-        return await asyncio.to_thread(self.setup)
+        return await _SAVES.run(self.setup)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`~SaverBase.get_tuple`."""
-        return await asyncio.to_thread(self.get_tuple, config)
+        return await _SAVES.run(self.get_tuple, config)
 
     async def alist(
         self,
@@ -70,7 +75,7 @@ class AsyncSQLModelSaver(SaverBase):
     ) -> AsyncIterator[CheckpointTuple]:
         """Async :meth:`~SaverBase.list`: each page is read on a worker thread."""
         pages = self._pages(config, filter, before, limit)
-        while page := await asyncio.to_thread(next, pages, None):
+        while page := await _SAVES.run(next, pages, None):
             for item in page:
                 yield item
 
@@ -82,7 +87,7 @@ class AsyncSQLModelSaver(SaverBase):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async :meth:`~SaverBase.put`."""
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        return await _SAVES.run(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
         self,
@@ -92,20 +97,20 @@ class AsyncSQLModelSaver(SaverBase):
         task_path: str = "",
     ) -> None:
         """Async :meth:`~SaverBase.put_writes` (the recorder runs on the worker thread)."""
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        await _SAVES.run(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`~SaverBase.delete_thread`."""
-        await asyncio.to_thread(self.delete_thread, thread_id)
+        await _SAVES.run(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async :meth:`~SaverBase.delete_for_runs`."""
-        await asyncio.to_thread(self.delete_for_runs, run_ids)
+        await _SAVES.run(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`~SaverBase.copy_thread`."""
-        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+        await _SAVES.run(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async :meth:`~SaverBase.prune`."""
-        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+        await _SAVES.run(self.prune, thread_ids, strategy=strategy)
