@@ -25,9 +25,10 @@ _T = TypeVar("_T")
 class OffLoop:
     """A lazily made thread pool to await blocking calls on, from any event loop.
 
-    Calls run in a copy of the caller's context, as with ``asyncio.to_thread``. Do not await,
-    from one of its calls, another call of the same pool: with every thread waiting, the
-    awaited call would never start.
+    Calls run in a copy of the caller's context, as with ``asyncio.to_thread``, in the order
+    they were made (the queue is first in, first out). A call may wait for a call of the same
+    pool made before it (the async saver's checkpoint waits for its tasks' writes), never for
+    one made after it: with every thread waiting, that one would never start.
     """
 
     def __init__(self, name: str, max_workers: int) -> None:

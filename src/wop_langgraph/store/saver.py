@@ -48,8 +48,9 @@ class AsyncSQLModelSaver(SaverBase):
 
     Every ``a``-method runs its sync twin on a thread of a pool kept for the process (as
     :func:`asyncio.to_thread` would, without making threads for each new event loop), so the
-    event loop never waits on the database and the recorder still gets a sync ``Connection`` inside the
-    write transaction. The sync methods work as well (``graph.get_state`` calls them).
+    event loop never waits on the database and the recorder still gets a sync ``Connection``
+    inside the write transaction. The sync methods work as well (``graph.get_state`` calls
+    them).
 
     Example:
         >>> saver = AsyncSQLModelSaver.from_url("postgresql://user@host/db")
