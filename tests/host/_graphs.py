@@ -165,13 +165,20 @@ def parallel_graph() -> Pregel:
 
         return node
 
+    return fan_in_graph(gate)
+
+
+def fan_in_graph(branch: Any) -> Pregel:
+    """``START -> left, right -> join``: ``branch(name)`` is the node of each branch, which
+    run in the same step; ``join`` counts itself and logs ``join``."""
+
     def join(state: State) -> State:
         bump("join")
         return {"log": ["join"]}
 
     g = StateGraph(State)
-    g.add_node("left", gate("left"))
-    g.add_node("right", gate("right"))
+    g.add_node("left", branch("left"))
+    g.add_node("right", branch("right"))
     g.add_node("join", join)
     g.add_edge(START, "left")
     g.add_edge(START, "right")

@@ -50,6 +50,17 @@ def _one_node(name: str, node: Any) -> Any:
     return builder.compile()
 
 
+def _held(running: threading.Event, release: threading.Event) -> Any:
+    """A node that sets ``running``, then waits for ``release`` (which must come within 30 s)."""
+
+    def slow(state: _State) -> _State:
+        running.set()
+        assert release.wait(30)
+        return {"n": 1}
+
+    return slow
+
+
 def _assert_opened_before_closed(events: list[dict[str, Any]]) -> None:
     """Every node event follows its execution's start (``node.started`` / ``node.resumed``)."""
     opened: set[str] = set()
@@ -80,13 +91,8 @@ def test_a_node_that_runs_longer_shows_its_start_while_it_runs(make_host: HostFa
     release = threading.Event()
     running = threading.Event()
 
-    def slow(state: _State) -> _State:
-        running.set()
-        assert release.wait(30)
-        return {"n": 1}
-
     host = make_host()
-    host.register("slow", _one_node("slow", slow))
+    host.register("slow", _one_node("slow", _held(running, release)))
     host.start_workers(1, poll_seconds=0.05, sweep_seconds=0)
     try:
         run_id = host.create_run("slow", {}, owner=ALICE, wait=False)["runId"]
@@ -127,14 +133,8 @@ def test_what_a_node_emits_comes_after_its_start(make_host: HostFactory) -> None
 def test_nothing_is_logged_after_a_cancellation_of_a_running_node(make_host: HostFactory) -> None:
     release = threading.Event()
     running = threading.Event()
-
-    def slow(state: _State) -> _State:
-        running.set()
-        release.wait(30)
-        return {"n": 1}
-
     builder = StateGraph(_State)
-    builder.add_node("slow", slow)
+    builder.add_node("slow", _held(running, release))
     builder.add_node("after", lambda state: {"n": 2})
     builder.add_edge(START, "slow")
     builder.add_edge("slow", "after")
@@ -168,13 +168,8 @@ def test_a_start_held_by_a_batch_that_could_not_commit_is_held_again_at_once(
     release = threading.Event()
     running = threading.Event()
 
-    def slow(state: _State) -> _State:
-        running.set()
-        release.wait(30)
-        return {"n": 1}
-
     host = make_host()
-    host.register("slow", _one_node("slow", slow))
+    host.register("slow", _one_node("slow", _held(running, release)))
     host.start_workers(1, poll_seconds=0.05, sweep_seconds=0)
     try:
         run_id = host.create_run("slow", {}, owner=ALICE, wait=False)["runId"]

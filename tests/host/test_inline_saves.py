@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.pregel import Pregel
 
-from tests.host._graphs import ALICE, WORKFLOW, State, approval_graph, count
+from tests.host._graphs import ALICE, WORKFLOW, State, approval_graph, count, fan_in_graph
 from tests.host._support import HostFactory
 from tests.host.test_engine import async_review_graph
 from wop_langgraph.host._inline_saves import saving_inline
@@ -77,8 +77,8 @@ def test_async_passes_reuse_kept_threads(make_host: HostFactory, monkeypatch: py
     assert len(started) < cycles, started
 
 
-def _side_by_side_graph(barrier: threading.Barrier) -> Pregel:
-    """``START -> left, right -> join``: ``left`` and ``right`` each wait for the other."""
+def _meeting(barrier: threading.Barrier) -> Any:
+    """A branch node that waits at ``barrier`` for the other branch to run meanwhile."""
 
     def meet(name: str) -> Any:
         def node(state: State) -> State:
@@ -87,23 +87,12 @@ def _side_by_side_graph(barrier: threading.Barrier) -> Pregel:
 
         return node
 
-    def join(state: State) -> State:
-        return {"log": ["join"]}
-
-    g = StateGraph(State)
-    g.add_node("left", meet("left"))
-    g.add_node("right", meet("right"))
-    g.add_node("join", join)
-    g.add_edge(START, "left")
-    g.add_edge(START, "right")
-    g.add_edge(["left", "right"], "join")
-    g.add_edge("join", END)
-    return g.compile()
+    return meet
 
 
 def test_the_tasks_of_one_step_still_run_side_by_side(make_host: HostFactory) -> None:
     host = make_host()
-    host.register("side-by-side", _side_by_side_graph(threading.Barrier(2, timeout=10)))
+    host.register("side-by-side", fan_in_graph(_meeting(threading.Barrier(2, timeout=10))))
     snapshot = host.create_run("side-by-side", {"log": []}, owner=ALICE)
     assert snapshot["status"] == "completed", snapshot
     events = host.events(snapshot["runId"])
@@ -127,14 +116,18 @@ class _ThreadRecordingSaver(InMemorySaver):
         super().put_writes(*args, **kwargs)
 
 
-def _plain_graph(saver: _ThreadRecordingSaver) -> Pregel:
-    def step(state: State) -> State:
-        return {"log": ["step"]}
+def _one_node(name: str, saver: _ThreadRecordingSaver, run: Any = None) -> Pregel:
+    """``START -> name -> END`` on ``saver``; the node calls ``run()`` if given, and logs its name."""
+
+    def node(state: State) -> State:
+        if run is not None:
+            run()
+        return {"log": [name]}
 
     g = StateGraph(State)
-    g.add_node("step", step)
-    g.add_edge(START, "step")
-    g.add_edge("step", END)
+    g.add_node(name, node)
+    g.add_edge(START, name)
+    g.add_edge(name, END)
     return g.compile(checkpointer=saver)
 
 
@@ -144,23 +137,20 @@ def test_graphs_run_outside_a_pass_save_as_langgraph_does(make_host: HostFactory
     host.create_run(WORKFLOW, {"log": []}, owner=ALICE)  # the hook is in place from here on
 
     outside = _ThreadRecordingSaver()
-    _plain_graph(outside).invoke({"log": []}, {"configurable": {"thread_id": "outside"}}, durability="sync")
+    _one_node("step", outside).invoke(
+        {"log": []}, {"configurable": {"thread_id": "outside"}}, durability="sync"
+    )
     assert outside.save_threads and threading.get_ident() not in outside.save_threads
 
     # Inside a pass, only the pass's own saver is saved inline; a graph that a node runs
     # (here: another saver, and a loop that asks for its executor after the pass's) is not.
     inside, other = _ThreadRecordingSaver(), _ThreadRecordingSaver()
-    nested = _plain_graph(other)
-
-    def runs_a_graph(state: State) -> State:
-        nested.invoke({"log": []}, {"configurable": {"thread_id": "nested"}}, durability="sync")
-        return {"log": ["outer"]}
-
-    g = StateGraph(State)
-    g.add_node("outer", runs_a_graph)
-    g.add_edge(START, "outer")
-    g.add_edge("outer", END)
-    outer = g.compile(checkpointer=inside)
+    nested = _one_node("step", other)
+    outer = _one_node(
+        "outer",
+        inside,
+        lambda: nested.invoke({"log": []}, {"configurable": {"thread_id": "nested"}}, durability="sync"),
+    )
     with saving_inline(inside) as hooked:
         assert hooked
         outer.invoke({"log": []}, {"configurable": {"thread_id": "outer"}}, durability="sync")
