@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import enum
 import functools
 import hashlib
@@ -321,7 +322,7 @@ class GraphDriver:
     ) -> tuple[BaseException, str | None] | None:
         """Stream the graph; returns the node's or graph's own failure, if it failed."""
         failed_node: str | None = None
-        with self._recording_task_ends():
+        with self._recording_task_ends(), self._committing_asynchronously():
             if self.is_async:
                 outcome: tuple[BaseException, str | None] | None = _run_coroutine(
                     self._astream(graph_input, config, resumed)
@@ -352,6 +353,14 @@ class GraphDriver:
         (our saver)."""
         hand = getattr(self.graph.checkpointer, "handing_over", None)
         return hand(config, saved) if known and callable(hand) else nullcontext()
+
+    def _committing_asynchronously(self) -> AbstractContextManager[None]:
+        """While streaming, the saves that record nothing (checkpoints) commit asynchronously
+        (our saver, on PostgreSQL): whatever the pass records of them (a node's end, an
+        interrupt, how it settles) is an ordinary commit after them, which makes them durable
+        in the same flush."""
+        commit = getattr(self.graph.checkpointer, "committing_asynchronously", None)
+        return commit() if callable(commit) else nullcontext()
 
     def _stream_modes(self) -> list[StreamMode]:
         """``tasks`` (what the log records), and ``values`` when they tell the final state."""
@@ -1044,7 +1053,8 @@ def _run_coroutine(coro: Any) -> Any:
     except RuntimeError:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="wop-async-drive") as pool:
-        return pool.submit(asyncio.run, coro).result()
+        # In this context: what the pass set for its saves (see _stream) holds there too.
+        return pool.submit(contextvars.copy_context().run, asyncio.run, coro).result()
 
 
 def _stuck_error(next_nodes: tuple[str, ...]) -> dict[str, Any]:

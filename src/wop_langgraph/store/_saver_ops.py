@@ -68,9 +68,10 @@ def read_page(tx: Tx, sql: Statements, query: Sql) -> list[Loaded]:
     return [(row, writes[(row[0], row[1], row[2])]) for row in rows]
 
 
-def store_checkpoint(tx: Tx, sql: Statements, params: dict[str, Any]) -> None:
-    """Insert a checkpoint, replacing one stored before under the same key."""
-    tx.execute(sql.upsert_checkpoint, params)
+def store_checkpoint(tx: Tx, sql: Statements, params: dict[str, Any], asynchronously: bool = False) -> None:
+    """Insert a checkpoint, replacing one stored before under the same key (``asynchronously``:
+    see :meth:`~wop_langgraph.store._saver_base.SaverBase.committing_asynchronously`)."""
+    tx.execute(sql.upsert_checkpoint_asynchronously if asynchronously else sql.upsert_checkpoint, params)
 
 
 def store_writes(
@@ -79,16 +80,20 @@ def store_writes(
     rows: list[WriteParams],
     recorder: WriteRecorder | None,
     batch: WriteBatch,
+    asynchronously: bool = False,
 ) -> None:
     """Store a batch of task writes, then hand the batch to ``recorder`` in the same transaction.
 
     Special slots are replaced in place, ordinary writes are kept if already stored (see
     ``Statements.upsert_writes``); a batch of up to ``WRITES_PER_STATEMENT`` rows is one
     statement. If the recorder raises, the transaction rolls back and none of the batch is
-    stored.
+    stored. ``asynchronously`` (without a recorder only): see
+    :meth:`~wop_langgraph.store._saver_base.SaverBase.committing_asynchronously`.
     """
+    asynchronously = asynchronously and recorder is None
     for start in range(0, len(rows), WRITES_PER_STATEMENT):
-        tx.execute_bound(*sql.upsert_writes(rows[start : start + WRITES_PER_STATEMENT]))
+        chunk = rows[start : start + WRITES_PER_STATEMENT]
+        tx.execute_bound(*sql.upsert_writes(chunk, asynchronously=asynchronously))
     if recorder is not None:
         recorder.record(tx.connection, batch)
 

@@ -71,6 +71,11 @@ NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 CONTROL_CHANNELS = frozenset({"__error__", "__error_source_node__", INTERRUPT, "__resume__"})
 #: Most write rows stored by one statement (9 binds each: within SQLite's oldest limit of 999).
 WRITES_PER_STATEMENT = 100
+#: PostgreSQL: appended to a write statement run in autocommit, makes its commit asynchronous
+#: (``synchronous_commit`` off for its own transaction only, set before the commit reads it):
+#: the commit returns without waiting for the WAL flush. See
+#: :meth:`~wop_langgraph.store._saver_base.SaverBase.committing_asynchronously`.
+_COMMIT_ASYNCHRONOUSLY = " RETURNING set_config('synchronous_commit', 'off', true)"
 # Metadata keys a DeltaChannel leaves behind; pruning must not cut such a thread's history.
 _DELTA_MARKERS = ("counters_since_delta_snapshot", "delta_writes_versioned")
 
@@ -197,6 +202,7 @@ class Statements:
                 },
             )
         )
+        self.upsert_checkpoint_asynchronously = _asynchronously(self.upsert_checkpoint, self.postgres)
         self._insert = insert
         self._upsert_writes: dict[int, tuple[str, tuple[str, ...] | None, Any]] = {}
 
@@ -289,20 +295,26 @@ class Statements:
         self.delete_checkpoint_writes = sql(delete(W).where(_key(W)))
         self.orphan_checkpoint = sql(update(C).where(_key(C)).values(parent_checkpoint_id=null()))
 
-    def upsert_writes(self, rows: Sequence[Sequence[Any]]) -> tuple[str, Sequence[Any] | Mapping[str, Any]]:
+    def upsert_writes(
+        self, rows: Sequence[Sequence[Any]], *, asynchronously: bool = False
+    ) -> tuple[str, Sequence[Any] | Mapping[str, Any]]:
         """One statement storing up to :data:`WRITES_PER_STATEMENT` rows (each in the table's
         column order), and its parameters laid out for the driver.
 
         A special slot (negative idx: ``__error__``, ``__scheduled__``, ``__interrupt__``,
         ``__resume__``) is replaced in place, while an ordinary write already stored stays
         as it was: the ``WHERE`` turns its update into a no-op. The rows must have distinct
-        keys (PostgreSQL refuses to update one row twice in a statement).
+        keys (PostgreSQL refuses to update one row twice in a statement). ``asynchronously``
+        (PostgreSQL): its transaction commits without waiting for the WAL flush, if the
+        statement stored a row.
         """
         count = len(rows)
         found = self._upsert_writes.get(count)
         if found is None:
             found = self._upsert_writes.setdefault(count, self._compile_upsert_writes(count))
         text, names, tail = found
+        if asynchronously and self.postgres:
+            text += _COMMIT_ASYNCHRONOUSLY
         values = [value for row in rows for value in row]
         if names is None:
             return text, values + tail
@@ -418,6 +430,11 @@ def statements_for(dialect: Dialect) -> Statements:
     if found is None:
         found = _cache.setdefault(key, Statements(dialect))
     return found
+
+
+def _asynchronously(sql: Sql, postgres: bool) -> Sql:
+    """``sql`` (a write) committing asynchronously on PostgreSQL; elsewhere ``sql`` itself."""
+    return Sql(sql.text + _COMMIT_ASYNCHRONOUSLY, sql.names, sql.defaults) if postgres else sql
 
 
 def _on_conflict_of_writes(statement: Any) -> Any:
