@@ -204,7 +204,8 @@ class Statements:
         )
         self.upsert_checkpoint_asynchronously = _asynchronously(self.upsert_checkpoint, self.postgres)
         self._insert = insert
-        self._upsert_writes: dict[int, tuple[str, tuple[str, ...] | None, Any]] = {}
+        # By row count, and whether the statement commits asynchronously.
+        self._upsert_writes: dict[tuple[int, bool], tuple[str, tuple[str, ...] | None, Any]] = {}
 
         # get_tuple reads the checkpoint and its writes in ONE statement (one snapshot, one
         # round trip): the checkpoint row (kind 0) and its writes (kind 1).
@@ -308,25 +309,27 @@ class Statements:
         (PostgreSQL): its transaction commits without waiting for the WAL flush, if the
         statement stored a row.
         """
-        count = len(rows)
-        found = self._upsert_writes.get(count)
+        key = (len(rows), asynchronously and self.postgres)
+        found = self._upsert_writes.get(key)
         if found is None:
-            found = self._upsert_writes.setdefault(count, self._compile_upsert_writes(count))
+            found = self._upsert_writes.setdefault(key, self._compile_upsert_writes(*key))
         text, names, tail = found
-        if asynchronously and self.postgres:
-            text += _COMMIT_ASYNCHRONOUSLY
         values = [value for row in rows for value in row]
         if names is None:
             return text, values + tail
         return text, {**dict(zip(names, values, strict=True)), **tail}
 
-    def _compile_upsert_writes(self, count: int) -> tuple[str, tuple[str, ...] | None, Any]:
+    def _compile_upsert_writes(
+        self, count: int, asynchronously: bool
+    ) -> tuple[str, tuple[str, ...] | None, Any]:
         statement = _on_conflict_of_writes(
             self._insert(W).values(
                 [{c.name: bindparam(f"{c.name}_{i}") for c in W.columns} for i in range(count)]
             )
         )
         compiled = compile_sql(statement, self.dialect)
+        if asynchronously:
+            compiled = _asynchronously(compiled, self.postgres)
         row_binds = tuple(f"{c.name}_{i}" for i in range(count) for c in W.columns)
         if compiled.names is None:  # named parameters: a dict of the row binds and the rest
             return compiled.text, row_binds, dict(compiled.defaults)
