@@ -1,9 +1,9 @@
 """Creating a run on PostgreSQL is one statement in autocommit: the run's row, the queue's
 ``NOTIFY`` (for a run left to the workers) and ``run.started``, with no ``BEGIN``/``COMMIT``.
 
-A run created for a waiting caller is leased to it, so no worker is told of it. A node's
-writes and its end are one autocommit statement too, and a resolution's claim, the run's
-queueing and the events that tell of them one statement of the resolving transaction.
+A run created for a waiting caller is leased to it, so no worker is told of it. A resolution's
+claim, the run's queueing and the events that tell of them are one statement of the resolving
+transaction, and each pass stores its saves in the one transaction that settles it.
 """
 
 from __future__ import annotations
@@ -74,9 +74,9 @@ def test_a_create_with_a_write_of_its_own_commits_it_in_the_same_transaction(pg_
         pg_host.snapshot(run_id)
 
 
-def test_a_nodes_writes_and_end_are_one_statement(pg_host: WopHost) -> None:
-    """Each node end rides with the node's writes in one autocommit statement: a cycle opens
-    a transaction only for the interrupt (its row and events) and for the resolution."""
+def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(pg_host: WopHost) -> None:
+    """The creation and the rest are autocommit statements; each pass's saves and node ends ride
+    in the transaction that records how it stopped (the interrupt, the run's end)."""
     pg_host.create_run("approval", {}, owner=ALICE)  # warm the pool and the statement caches
     with round_trips() as created:
         snap = pg_host.create_run("approval", {}, owner=ALICE)
@@ -84,13 +84,14 @@ def test_a_nodes_writes_and_end_are_one_statement(pg_host: WopHost) -> None:
     with round_trips() as resolved:
         done = pg_host.resolve(snap["runId"], "review", {"action": "accept"}, ALICE)
     assert done["status"] == "completed"
-    # write's end: no transaction; review's interrupt: one. The resolution: one; review's
-    # and publish's ends: none.
+    # The creation, the interrupt's transaction (with what the pass held), the rest.
     assert heads(created).count("BEGIN") == 1, created
-    assert heads(resolved).count("BEGIN") == 1, resolved
+    assert (heads(created)[0], heads(created)[-2:]) == ("WITH", ["COMMIT", "UPDATE"]), created
     # The resolution's transaction: the interrupt read (psycopg's BEGIN goes out as it runs),
     # the claim with the run's queueing and its events in one statement, the caller's lease on
-    # the run and the read of its work.
-    assert heads(resolved)[:6] == ["SELECT", "BEGIN", "WITH", "UPDATE", "SELECT", "COMMIT"], resolved
+    # the run and the read of its work. Then the pass's read of its checkpoint, and the
+    # transaction of its end.
+    assert heads(resolved).count("BEGIN") == 2, resolved
+    assert heads(resolved)[:7] == ["SELECT", "BEGIN", "WITH", "UPDATE", "SELECT", "COMMIT", "WITH"], resolved
     ends = [e for e in pg_host.events(snap["runId"]) if e["type"] == "node.completed"]
     assert [e["nodeId"] for e in ends] == ["write", "review", "publish"]

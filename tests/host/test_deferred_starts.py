@@ -19,8 +19,8 @@ from langgraph.graph import END, START, StateGraph
 
 from tests.host._graphs import ALICE, WORKFLOW, approval_graph
 from tests.host._support import HostFactory
-from wop_langgraph.host import deferred_starts
-from wop_langgraph.host.deferred_starts import FLUSH_AFTER_S
+from wop_langgraph.host import held_writes
+from wop_langgraph.host.held_writes import FLUSH_AFTER_S
 from wop_langgraph.nodes import escalate_on_low_confidence
 
 ACCEPT = {"action": "accept", "feedback": "ship it"}
@@ -164,7 +164,7 @@ def test_a_start_held_by_a_batch_that_could_not_commit_is_held_again_at_once(
     one-statement store of the node's writes and end logs nothing and the batch is stored again
     the usual way. The start the first try took is held again as it fails: the second try takes
     it at once, where it would otherwise wait seconds for the first to settle."""
-    monkeypatch.setattr(deferred_starts, "FLUSH_AFTER_S", 60.0)  # held until the node's end
+    monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 60.0)  # held until the node's end
     release = threading.Event()
     running = threading.Event()
 

@@ -41,9 +41,9 @@ from sqlalchemy import ColumnElement, Connection, Engine, Exists, bindparam, cas
 from wop_langgraph._off_loop import OffLoop
 from wop_langgraph.adapters import is_bare, to_node_value
 from wop_langgraph.host._inline_saves import saving_inline
-from wop_langgraph.host.deferred_starts import DeferredStarts, Taken
 from wop_langgraph.host.errors_public import public_error
 from wop_langgraph.host.foreground import at_step_boundary
+from wop_langgraph.host.held_writes import HeldWrites, Taken
 from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.nodes._context import (
     CONTEXT_KEY,
@@ -64,6 +64,7 @@ from wop_langgraph.store.events import (
     append_events,
     append_events_if,
 )
+from wop_langgraph.store.held import HeldWrite
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
     consume_one_write,
@@ -186,8 +187,9 @@ class GraphDriver:
     recursion_limit: int | None = None
     is_async: bool = False
     signal: DriveSignal = field(default_factory=DriveSignal)
-    #: Node starts of this drive not logged yet (shared with what the run's nodes emit).
-    starts: DeferredStarts | None = None
+    #: What this drive has not written yet: node starts, and its passes' saves (shared with
+    #: what the run's nodes emit).
+    held: HeldWrites | None = None
     _tasks: _PassTasks | None = field(default=None, init=False, repr=False)
     #: While streaming with our recorder: the node tasks whose ends the saver records.
     _ends: _TaskEnds | None = field(default=None, init=False, repr=False)
@@ -204,28 +206,28 @@ class GraphDriver:
     rested: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.starts is None:
-            self.starts = DeferredStarts(self.engine, self.run_id)
+        if self.held is None:
+            self.held = HeldWrites(self.engine, self.run_id)
 
     @property
     def run_id(self) -> str:
         return self.context.run_id
 
     @property
-    def _starts(self) -> DeferredStarts:
-        assert self.starts is not None  # set in __post_init__
-        return self.starts
+    def _held(self) -> HeldWrites:
+        assert self.held is not None  # set in __post_init__
+        return self.held
 
-    def starts_done(self) -> None:
-        """The drive is over: log what a pass still holds (a task that ended without writes
-        after the pass settled cannot exist, so normally nothing), then stop holding."""
-        if self._starts.holding() and not self.signal.stop.is_set():
-            self._starts.flush()
-        self._starts.close()
+    def stop_holding(self) -> None:
+        """The drive is over: store what a pass still holds (every pass stores what it held as
+        it settles, so normally nothing), then stop holding."""
+        if self._held.holding() and not self.signal.stop.is_set():
+            self._held.flush()
+        self._held.close()
 
     def _logging(self) -> AbstractContextManager[Connection]:
-        """A write transaction of this drive, which logs the held node starts first."""
-        return self._starts.logging()
+        """A write transaction of this drive, which stores what the drive holds first."""
+        return self._held.logging()
 
     def drive_pass(self, first_input: Any, *, claimed: ClaimedRun | None = None) -> Pass:
         """One pass: find the work, stream the graph over it, settle the run.
@@ -237,6 +239,8 @@ class GraphDriver:
         self.rested = None
         self._suspended = False
         self._final_values = _NO_VALUES
+        if self._held.holding():
+            self._held.flush()  # what an earlier pass still holds, before this one reads
         if claimed is not None:
             claim, status = claimed.claim, claimed.status
             if self.signal.stop.is_set():  # cancelled between the claim and the drive
@@ -409,19 +413,25 @@ class GraphDriver:
 
     def _record_task_end(self, conn: Connection, batch: WriteBatch) -> None:
         """Log the end of a node task in the transaction that stores its writes."""
+        event = self._task_end(batch)
+        if event is not None:
+            with suppress(RunLogClosed):  # cancelled meanwhile
+                append_event_once(conn, self.run_id, event, now=self.clock())
+
+    def _task_end(self, batch: WriteBatch) -> NewEvent | None:
+        """The event that ends the node task whose writes ``batch`` holds (with its stable id),
+        if its writes tell of its end."""
         name = self._node_of(batch)
         if name is None:
-            return
+            return None
         writes = batch.writes
         if any(channel == "__interrupt__" for channel, _ in writes):
-            return  # suspended: the interrupt's events close the execution
+            return None  # suspended: the interrupt's events close the execution
         error = next((value for channel, value in writes if channel == "__error__"), None)
         if isinstance(error, asyncio.CancelledError):
-            return  # the run was cancelled: nothing goes after its terminal event
+            return None  # the run was cancelled: nothing goes after its terminal event
         ended = self._end_event(name, batch.task_id, error, _single_writes(writes))
-        event = self._stable(ended, batch.task_id)
-        with suppress(RunLogClosed):  # cancelled meanwhile
-            append_event_once(conn, self.run_id, event, now=self.clock())
+        return self._stable(ended, batch.task_id)
 
     async def _astream(
         self, graph_input: Any, config: RunnableConfig, resumed: Mapping[str, InterruptRecord]
@@ -532,7 +542,7 @@ class GraphDriver:
             if any(p.task_id == task_id or p.node_id.startswith(name + ".") for p in self._pending_at_start):
                 return
             # Logged by the next transaction of the run (usually the one of the task's writes).
-            self._starts.hold(self._execution_event(task_id, name, tasks), self.clock())
+            self._held.hold(self._execution_event(task_id, name, tasks), self.clock())
             return
         closed = [_stable_event_id(self.run_id, task_id, kind) for kind in ("node.completed", "node.failed")]
         with self._logging() as conn:
@@ -584,7 +594,7 @@ class GraphDriver:
         ``task_id`` may carry more than the task's id where one task has several such events.
         """
         event = self._stable(event, task_id)
-        if not self._starts.holding():
+        if not self._held.holding():
             with one_statement(self.engine) as conn, conn.begin():
                 append_event_once(conn, self.run_id, event, now=self.clock())
             return
@@ -631,21 +641,16 @@ class GraphDriver:
             if self._final_values is not _NO_VALUES:
                 state = _Ended(self._final_values)  # what the stream ended with
             else:
+                self._held.flush()  # the checkpoints the pass holds, for the read
                 state = self.graph.get_state(config)
         # else: a task of this pass suspended, so the graph stopped at its interrupt; unless
         # its interrupt is not pending (not ours to answer), the state is not needed.
         now = self.clock()
-        if (
-            self._suspended
-            and not delivered
-            and not self._starts.holding()
-            and self._rest_at_once(claim, now)
-        ):
+        if self._suspended and not delivered and not self._held.holding() and self._rest_at_once(claim, now):
             return Pass.IDLE
         if (
             isinstance(state, _Ended)
             and len(delivered) <= 1
-            and not self._starts.holding()
             and self._complete_at_once(claim, delivered, state.values, now)
         ):
             return Pass.IDLE
@@ -715,6 +720,23 @@ class GraphDriver:
             params["end_consumed_id"] = delivered[0].interrupt_id
         gate = (_end_unless_work_statement(consumed is not None), params)
         event = NewEvent("run.completed", {"outputs": outputs})
+        if self._held.holding():
+            try:
+                with self._logging() as conn:  # what the pass holds goes first, in the same statement
+                    self.rested = append_events_if(
+                        conn,
+                        self.run_id,
+                        [event],
+                        now=now,
+                        gate=gate,
+                        close=True,
+                        leading=consumed,
+                        staged_first=True,
+                    )
+            except RunLogClosed:  # closed, or a held event logged before a crash: the usual way
+                self.rested = None
+                return False
+            return self.rested is not None
         with one_statement(self.engine) as conn, conn.begin():
             self.rested = append_events_if(
                 conn, self.run_id, [event], now=now, gate=gate, close=True, leading=consumed
@@ -723,7 +745,7 @@ class GraphDriver:
 
     def _stopped(self, claim: Claim, delivered: list[InterruptRecord] | None = None) -> Pass:
         """The run was cancelled while driven: drop it from the queue, write nothing more."""
-        self._starts.close()
+        self._held.close()
         with self.engine.begin() as conn:
             self._mark_consumed(conn, delivered or [])
             _dequeue(conn, claim)
@@ -793,7 +815,7 @@ class _TaskEnds:
         self._guard = threading.Condition()
         self._awaited: set[str] = set()
         self._committed: set[str] = set(finished)
-        #: Held node starts taken by a batch's transaction, until it commits (by ``id(batch)``).
+        #: What a batch's transaction took of the held, until it commits (by ``id(batch)``).
         self._taken: dict[int, Taken] = {}
 
     def expect(self, task_id: str) -> None:
@@ -812,19 +834,19 @@ class _TaskEnds:
 
     @contextmanager
     def opening(self, conn: Connection, batch: WriteBatch) -> Iterator[None]:
-        with self._driver._starts.first_in(conn) as taken:  # the starts first: what follows is later
-            if taken.starts:
+        with self._driver._held.first_in(conn) as taken:  # what is held first: what follows is later
+            if taken.held:
                 with self._guard:
                     self._taken[id(batch)] = taken
             try:
                 yield
             except BaseException:
-                # The batch's transaction will not commit: hold its starts again at once (the
-                # saver may store the batch again, in a transaction that takes them anew).
+                # The batch's transaction will not commit: hold what it took again at once (the
+                # saver may store the batch again, in a transaction that takes it anew).
                 with self._guard:
                     dropped = self._taken.pop(id(batch), None)
                 if dropped is not None:
-                    self._driver._starts.settled(dropped, committed=False)
+                    self._driver._held.settled(dropped, committed=False)
                 raise
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
@@ -839,20 +861,33 @@ class _TaskEnds:
         with self._guard:
             taken = self._taken.pop(id(batch), None)
         if taken is not None:
-            self._driver._starts.settled(taken, committed=True)
+            self._driver._held.settled(taken, committed=True)
+        if not batch.checkpoint_ns:  # (a subgraph's batch only carried what was held)
+            self._written(batch.task_id)
+
+    def hold(self, write: HeldWrite, batch: WriteBatch | None) -> bool:
+        """Keep a save of the run with what the drive holds, a node task's writes with its end;
+        they are stored in that order, so for what waits on them they are as good as stored."""
+        driver = self._driver
+        event = None if batch is None else driver._task_end(batch)
+        if not driver._held.hold_write(write, event, driver.clock()):
+            return False
+        if batch is not None:
+            self._written(batch.task_id)
+        return True
+
+    def _written(self, task_id: str) -> None:
         with self._guard:
-            if batch.checkpoint_ns:
-                return  # a subgraph's batch: it only carried held starts
-            self._committed.add(batch.task_id)
-            self._awaited.discard(batch.task_id)
+            self._committed.add(task_id)
+            self._awaited.discard(task_id)
             self._guard.notify_all()
 
     def close(self) -> None:
-        """The stream ended: hold again the starts of batches that never committed."""
+        """The stream ended: hold again what batches took that never committed."""
         with self._guard:
             taken, self._taken = list(self._taken.values()), {}
-        for starts in taken:
-            self._driver._starts.settled(starts, committed=False)
+        for held in taken:
+            self._driver._held.settled(held, committed=False)
 
     def before_checkpoint(self) -> None:
         with self._guard:

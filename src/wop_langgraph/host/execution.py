@@ -22,8 +22,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, select, update
 
-from wop_langgraph.host.deferred_starts import DeferredStarts
 from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
+from wop_langgraph.host.held_writes import HeldWrites
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ReplayRecord
 from wop_langgraph.nodes._context import RunContext
@@ -193,7 +193,7 @@ class Executor:
                 while outcome is Pass.AGAIN:
                     outcome = driver.drive_pass(claimed.inputs)
             finally:
-                driver.starts_done()
+                driver.stop_holding()
             at_rest, rested = outcome is Pass.IDLE, driver.rested
         except BaseException:
             self.release(claim, signal)
@@ -318,7 +318,7 @@ class Executor:
         run_id = claimed.claim.run_id
         registered = self.registry.get(claimed.workflow_id)
         threshold = run_option(claimed.configurable, "escalationThreshold")
-        starts = DeferredStarts(self.engine, run_id)
+        held = HeldWrites(self.engine, run_id)
         context = RunContext(
             run_id=run_id,
             escalation_threshold=(
@@ -327,8 +327,8 @@ class Executor:
             conversations=self.options.conversations,
             credentials=self.options.credentials,
             rejection_routes=dict(registered.rejection_routes),
-            emit=functools.partial(self._emit_once, run_id, starts),
-            replay=ReplayRecord(self.engine, run_id),
+            emit=functools.partial(self._emit_once, run_id, held),
+            replay=ReplayRecord(self.engine, run_id, flush=held.flush),
         )
         graph = registered.async_graph or registered.graph
         return GraphDriver(
@@ -340,23 +340,23 @@ class Executor:
             recursion_limit=run_option(claimed.configurable, "recursionLimit"),
             is_async=registered.is_async,
             signal=signal,
-            starts=starts,
+            held=held,
         )
 
     def _emit_once(
         self,
         run_id: str,
-        starts: DeferredStarts,
+        held: HeldWrites,
         event_type: str,
         node_id: str,
         payload: dict[str, Any],
         event_id: str,
     ) -> None:
         """Append a node-level event unless an event with ``event_id`` exists (a replay), after
-        the drive's held node starts (the emitting node's among them)."""
+        what the drive holds (the emitting node's start among it)."""
         event = NewEvent(event_type, payload, node_id=node_id, event_id=event_id)
         try:
-            with starts.logging() as conn:
+            with held.logging() as conn:
                 append_event_once(conn, run_id, event, now=self.clock())
         except RunLogClosed:
             return  # the run ended meanwhile: nothing is appended after its terminal event

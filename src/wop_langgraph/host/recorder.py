@@ -34,6 +34,7 @@ from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.events import NewEvent, append_events
+from wop_langgraph.store.held import HeldWrite
 from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
@@ -62,6 +63,10 @@ class TaskWritesListener(Protocol):
 
     def before_checkpoint(self) -> None:
         """Before one of the run's top-level checkpoints is stored (may wait)."""
+
+    def hold(self, write: HeldWrite, batch: WriteBatch | None) -> bool:
+        """Whether it keeps a top-level save of the run (a checkpoint, or the writes of
+        ``batch``) to store in the run's next transaction, in order with the rest."""
 
 
 #: Legacy event names a host SHOULD also emit until consumers move to ``interrupt.*``.
@@ -138,6 +143,12 @@ class InterruptRecorder:
         listener = None if checkpoint_ns else self._task_listeners.get(thread_id)
         if listener is not None:
             listener.before_checkpoint()
+
+    def hold(self, thread_id: str, checkpoint_ns: str, write: HeldWrite, batch: WriteBatch | None) -> bool:
+        """Let the run's listener keep a top-level save (a checkpoint; ``batch``: task writes with
+        no interrupt) to store later; ``False`` when it does not (the saver stores it now)."""
+        listener = None if checkpoint_ns else self._task_listeners.get(thread_id)
+        return listener is not None and listener.hold(write, batch)
 
     def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
         if recorded_by_caller(batch.task_path, item.value):

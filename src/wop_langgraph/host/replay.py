@@ -217,22 +217,30 @@ class ReplayRecord:
       the source's, never new ones.
     """
 
-    def __init__(self, engine: Engine, run_id: str) -> None:
+    def __init__(self, engine: Engine, run_id: str, *, flush: Callable[[], None] | None = None) -> None:
+        """``flush``: stores what the drive holds of the run (its log read after it is complete)."""
         self._engine, self._run_id = engine, run_id
+        self._flush = flush
         self._fork: ForkRecord | None = None
         self._looked = False
 
-    def _replay(self, conn: Connection) -> ForkRecord | None:
+    def _replay(self) -> ForkRecord | None:
+        """The replay fork this run is, if it is one; then the drive's held events are logged
+        first, so that what counts them reads them all."""
         if not self._looked:
-            self._fork, self._looked = fork_of(conn, self._run_id), True
-        return self._fork if self._fork is not None and self._fork.is_replay else None
+            with reading(self._engine) as conn:
+                self._fork, self._looked = fork_of(conn, self._run_id), True
+        fork = self._fork if self._fork is not None and self._fork.is_replay else None
+        if fork is not None and self._flush is not None:
+            self._flush()
+        return fork
 
     def outcome(self, node_id: str) -> Mapping[str, Any] | None:
         ended = ("node.completed", "node.failed")
+        fork = self._replay()
+        if fork is None:
+            return None
         with reading(self._engine) as conn:
-            fork = self._replay(conn)
-            if fork is None:
-                return None
             so_far = conn.execute(
                 select(func.count()).where(
                     events_table.c.run_id == self._run_id,
@@ -265,10 +273,10 @@ class ReplayRecord:
         replay or when they agree.
         """
         ended = ("node.completed", "node.failed")
+        fork = self._replay()
+        if fork is None:
+            return None
         with reading(self._engine) as conn:
-            fork = self._replay(conn)
-            if fork is None:
-                return None
             so_far = conn.execute(
                 select(func.count()).where(
                     events_table.c.run_id == self._run_id,
@@ -299,10 +307,10 @@ class ReplayRecord:
         execution asks again and gets the same id). The event's once-only id is derived as
         ``NodeCall.emit`` derives it.
         """
+        fork = self._replay()
+        if fork is None:
+            return minted
         with reading(self._engine) as conn:
-            fork = self._replay(conn)
-            if fork is None:
-                return minted
             source = [
                 e for e in read_events(conn, fork.source_run_id, types=[event_type]) if e.node_id == node_id
             ]

@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -266,12 +266,14 @@ class SaverBase(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Store ``checkpoint`` as the child of ``config``'s checkpoint; returns its config."""
+        """Store ``checkpoint`` as the child of ``config``'s checkpoint (or hand it to the
+        recorder's ``hold``, which stores it later); returns its config."""
         params = self._codec.checkpoint_params(config, checkpoint, metadata)
         before_put = getattr(self.recorder, "before_put", None)
         if callable(before_put):
             before_put(params["thread_id"], params["checkpoint_ns"])
-        self._run(_WRITE_ONE, "put", ops.store_checkpoint, params, _ASYNCHRONOUS_COMMITS.get())
+        if not self._held(params["thread_id"], params["checkpoint_ns"], None, ops.store_checkpoint, params):
+            self._run(_WRITE_ONE, "put", ops.store_checkpoint, params, _ASYNCHRONOUS_COMMITS.get())
         return {
             "configurable": {
                 "thread_id": params["thread_id"],
@@ -291,7 +293,8 @@ class SaverBase(BaseCheckpointSaver[str]):
 
         ``__error__``, ``__scheduled__``, ``__interrupt__`` and ``__resume__`` are upserted
         in their fixed slots; other writes are kept if already stored. If the recorder
-        raises, nothing of the batch is stored and its exception propagates.
+        raises, nothing of the batch is stored and its exception propagates. A recorder's
+        ``hold`` may keep the batch to store later (see ``WriteRecorder``).
         """
         self._check_open("put_writes")
         rows, (thread_id, checkpoint_ns, checkpoint_id) = self._codec.write_params(
@@ -299,7 +302,12 @@ class SaverBase(BaseCheckpointSaver[str]):
         )
         batch = WriteBatch(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, writes)
         recorder = self.recorder
-        if recorder is None or not _wants(recorder, batch):
+        wanted = recorder is not None and _wants(recorder, batch)
+        if (recorder is None or not wanted or _one_append(recorder, batch)) and self._held(
+            thread_id, checkpoint_ns, batch, ops.store_writes, rows, None, batch
+        ):
+            return
+        if recorder is None or not wanted:
             mode = _WRITE if len(rows) > WRITES_PER_STATEMENT else _WRITE_ONE
             self._run(mode, "put_writes", ops.store_writes, rows, None, batch, _ASYNCHRONOUS_COMMITS.get())
             return
@@ -312,6 +320,26 @@ class SaverBase(BaseCheckpointSaver[str]):
         committed = getattr(recorder, "committed", None)
         if callable(committed):
             committed(batch)
+
+    def _held(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        batch: WriteBatch | None,
+        op: Callable[Concatenate[Tx, Statements, P], None],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> bool:
+        """Whether the recorder kept this save (``op``) to store later (its optional ``hold``)."""
+        hold = getattr(self.recorder, "hold", None)
+        if not callable(hold):
+            return False
+        sql, binary = self._sql, self._sql.postgres
+
+        def write(conn: Connection) -> None:
+            op(Tx(conn.connection.driver_connection, conn, binary=binary), sql, *args, **kwargs)
+
+        return bool(hold(thread_id, checkpoint_ns, write, batch))
 
     def _store_riding(self, rows: builtins.list[Any], recorder: WriteRecorder, batch: WriteBatch) -> bool:
         """PostgreSQL: store the batch in the statement of the one append its recorder makes, in

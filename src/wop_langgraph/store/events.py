@@ -160,6 +160,7 @@ def append_events_if(
     gate: Leading,
     close: bool = False,
     leading: Leading | None = None,
+    staged_first: bool = False,
 ) -> Any:
     """Run ``leading``, then ``gate`` (a write returning at most one row, named columns), and
     append ``events`` only if ``gate`` returned its row; returns that row, or ``None``.
@@ -168,26 +169,39 @@ def append_events_if(
     reading ``gate``'s row): one round trip, which a caller may run in autocommit. The gate
     must also fail where the log is closed (a run that ended), so that a row it returns always
     has its events appended; where it does not, :class:`RunLogClosed` is raised all the same.
-    Events staged by :func:`appended_first` are not looked for: call it with none held.
+    Events staged by :func:`appended_first` are appended first (each unless logged already),
+    in a statement of their own; with ``staged_first`` in the same statement instead, all of
+    them only if none is logged yet: if one is (a replay), :class:`RunLogClosed` is raised too
+    (roll back, and append the usual way).
     """
+    staged = conn.info.get(_STAGED_KEY)
+    timed = (staged.pop(run_id, None) if staged else None) or []
+    if timed and not (staged_first and conn.dialect.name == "postgresql"):
+        with suppress(RunLogClosed):  # then the gate finds the log closed too
+            _append_timed(conn, run_id, timed, close=False, once=len(timed))
+        timed = []
     if conn.dialect.name != "postgresql":
         _run_leading(conn, leading)
         row = next(iter(_driver(gate[0]).named(conn, gate[1])), None)
         if row is not None:
             append_events(conn, run_id, events, now=now, close=close)
         return row
+    once = len(timed)
+    timed += [(event, now) for event in events]
     announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
-    params: dict[str, Any] = {"run_id": run_id, "count": len(events), "channel": EVENTS_CHANNEL, **gate[1]}
-    params |= _row_params([_row(event, now) for event in events], leading)
+    params: dict[str, Any] = {"run_id": run_id, "count": len(timed), "channel": EVENTS_CHANNEL, **gate[1]}
+    params |= _row_params([_row(event, at) for event, at in timed], leading)
+    for offset, (event, _) in enumerate(timed[:once]):
+        params[f"once_id_{offset}"] = event.event_id
     statement = _gated_append_statement(
-        len(events), close, run_id not in announced, gate[0], None if leading is None else leading[0]
+        len(timed), close, run_id not in announced, gate[0], None if leading is None else leading[0], once
     )
     found = _driver(statement).named(conn, params)
     if not found:
         return None
     row = found[0]
-    if row.wop_logged != len(events):
-        raise RunLogClosed(f"run {run_id!r} has ended; its event log is closed")
+    if row.wop_logged != len(timed):
+        raise RunLogClosed(f"run {run_id!r} has ended, or a staged event is logged already")
     announced.add(run_id)
     return row
 
@@ -479,7 +493,9 @@ def _reserve_statement(dialect_name: str, close: bool, notify: bool, once: int, 
 
 
 @functools.cache
-def _gated_append_statement(count: int, close: bool, notify: bool, gate: Any, leading: Any) -> Any:
+def _gated_append_statement(
+    count: int, close: bool, notify: bool, gate: Any, leading: Any, once: int = 0
+) -> Any:
     """PostgreSQL: :func:`append_events_if` in one statement.
 
     ``WITH leading AS (...), gate AS (... RETURNING ...), reserved AS (<upsert> FROM gate),
@@ -487,7 +503,7 @@ def _gated_append_statement(count: int, close: bool, notify: bool, gate: Any, le
     (SELECT count(*) FROM logged) AS wop_logged FROM gate``.
     """
     gated = gate.cte("gate")
-    reserved = _reserve_statement("postgresql", close, notify, 0, gated).cte("reserved")
+    reserved = _reserve_statement("postgresql", close, notify, once, gated).cte("reserved")
     logged = _events_from(reserved, count).returning(_events.c.sequence).cte("logged")
     tally = select(func.count()).select_from(logged).scalar_subquery().label("wop_logged")
     statement = select(*gated.c, tally).select_from(gated)

@@ -47,7 +47,11 @@ class WriteRecorder(Protocol):
     bool`` says that recording the batch is at most one append to the run's event log and
     nothing else: on PostgreSQL the writes then ride in that append's statement, in autocommit
     (see :func:`~wop_langgraph.store.events.riding_next_append`), and if it logs nothing the
-    batch is stored again the usual way, ``record`` called a second time.
+    batch is stored again the usual way, ``record`` called a second time. ``hold(thread_id,
+    checkpoint_ns, write, batch) -> bool`` may keep a save to store later instead: a checkpoint
+    (``batch`` ``None``), or writes it would take with at most one append (``one_append``) or
+    not at all; ``write`` (a :data:`~wop_langgraph.store.held.HeldWrite`) then stores them in
+    the transaction of the connection it is given, and the saver stores nothing itself.
     """
 
     channels: frozenset[str] | None

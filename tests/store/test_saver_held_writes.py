@@ -1,0 +1,102 @@
+"""A recorder may hold the saver's saves (its optional ``hold``) and store them later, together.
+
+The saver hands a held save over as a :data:`~wop_langgraph.store.held.HeldWrite` and stores
+nothing; :func:`~wop_langgraph.store.held.storing` runs held saves in the transaction of any
+connection (on PostgreSQL in one pipeline), and they read back as the same saves made directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection
+from tests.store.conftest import make_checkpoint, new_thread
+
+from wop_langgraph.store import SQLModelSaver
+from wop_langgraph.store.held import HeldWrite, storing
+from wop_langgraph.store.recording import WriteBatch
+
+
+class Holding:
+    """A recorder that holds every top-level save and takes no batch itself."""
+
+    channels: frozenset[str] | None = frozenset({"__interrupt__"})
+
+    def __init__(self) -> None:
+        self.held: list[tuple[str, WriteBatch | None, HeldWrite]] = []
+
+    def record(self, conn: Connection, batch: WriteBatch) -> None:
+        raise AssertionError("no batch with an interrupt in these tests")
+
+    def hold(self, thread_id: str, checkpoint_ns: str, write: HeldWrite, batch: WriteBatch | None) -> bool:
+        if checkpoint_ns:
+            return False
+        self.held.append((thread_id, batch, write))
+        return True
+
+
+def _config(thread_id: str, checkpoint_ns: str = "") -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}}
+
+
+def _save(saver: SQLModelSaver, thread_id: str, checkpoint_ns: str = "") -> None:
+    first = saver.put(_config(thread_id, checkpoint_ns), make_checkpoint({"n": 1}), {"step": 0}, {})
+    saver.put_writes(first, [("n", 2), ("m", "x")], "task-1")
+    saver.put(first, make_checkpoint({"n": 2}), {"step": 1}, {})
+
+
+def test_held_saves_are_stored_only_when_run_and_read_back_the_same(db_url: str) -> None:
+    recorder = Holding()
+    saver = SQLModelSaver.from_url(db_url, recorder=recorder)
+    plain = SQLModelSaver.from_url(db_url)
+    saver.setup()
+    try:
+        held, direct = new_thread(), new_thread()
+        _save(saver, held)
+        _save(plain, direct)
+        assert [(t, b is None) for t, b, _ in recorder.held] == [(held, True), (held, False), (held, True)]
+        assert recorder.held[1][1] is not None and recorder.held[1][1].task_id == "task-1"
+        assert saver.get_tuple(_config(held)) is None  # nothing stored yet
+        with saver.engine.begin() as conn:
+            storing(conn, [write for _, _, write in recorder.held])
+        for thread in (held, direct):
+            history = list(plain.list(_config(thread)))
+            assert [t.checkpoint["channel_values"] for t in history] == [{"n": 2}, {"n": 1}]
+            assert history[1].pending_writes == [("task-1", "n", 2), ("task-1", "m", "x")]
+    finally:
+        saver.close()
+        plain.close()
+
+
+def test_a_save_the_recorder_does_not_hold_is_stored_at_once(db_url: str) -> None:
+    recorder = Holding()
+    saver = SQLModelSaver.from_url(db_url, recorder=recorder)
+    saver.setup()
+    try:
+        thread = new_thread()
+        _save(saver, thread, checkpoint_ns="child:1")  # a subgraph's: not held by this recorder
+        assert recorder.held == []
+        saved = saver.get_tuple(_config(thread, "child:1"))
+        assert saved is not None and saved.checkpoint["channel_values"] == {"n": 2}
+    finally:
+        saver.close()
+
+
+def test_held_saves_that_fail_store_none(db_url: str) -> None:
+    recorder = Holding()
+    saver = SQLModelSaver.from_url(db_url, recorder=recorder)
+    saver.setup()
+    try:
+        thread = new_thread()
+        _save(saver, thread)
+
+        def broken(conn: Connection) -> None:
+            raise RuntimeError("the third save failed")
+
+        first, second, _ = (write for _, _, write in recorder.held)
+        with pytest.raises(RuntimeError, match="the third save failed"), saver.engine.begin() as conn:
+            storing(conn, [first, second, broken])
+        assert saver.get_tuple(_config(thread)) is None  # all of them rolled back
+    finally:
+        saver.close()
