@@ -3,13 +3,14 @@
 One *pass* reads what the run needs (its first input, the resolutions committed for it, or
 nothing but to continue from its last checkpoint after a crash), streams the graph in
 LangGraph's ``tasks`` mode with ``durability="sync"`` (every step is saved before the next
-begins) and strict resume (an unknown or already-consumed interrupt id is refused, never
+begins: held in order, and stored by the next transaction that records something of the run,
+see :mod:`.held_writes`) and strict resume (an unknown or already-consumed interrupt id is refused, never
 applied to another question), then settles the run: waiting on its pending interrupts,
 completed, or failed. Sync graphs stream on the worker's thread; graphs with ``async def``
 nodes stream on an event loop of their own. Interrupt events are written by the store's
 recorder inside the checkpoint transaction, and so is the event that ends one of the graph's
-own node tasks (``node.completed`` / ``node.failed``, in the transaction of the task's writes,
-so a crash cannot keep the writes and lose the event). The driver adds ``node.started`` /
+own node tasks (``node.completed`` / ``node.failed``, held with the task's writes and stored in
+their transaction, so a crash cannot keep the writes and lose the event). The driver adds ``node.started`` /
 ``node.resumed`` as tasks start, the ends of call and ``Send`` tasks, and the run's terminal
 event.
 """
@@ -655,7 +656,7 @@ class GraphDriver:
         ):
             return Pass.IDLE
         needs_state = False
-        with self._logging() as conn:  # (a start is held here only if its task wrote nothing)
+        with self._logging() as conn:  # (what the pass still holds goes first)
             self._mark_consumed(conn, delivered)
             undelivered, pending = open_work(conn, self.run_id)
             if undelivered:
@@ -681,7 +682,7 @@ class GraphDriver:
         return Pass.IDLE
 
     def _rest_at_once(self, claim: Claim, now: datetime) -> bool:
-        """The usual end of a pass that suspended (nothing to consume, no start held): the run
+        """The usual end of a pass that suspended (nothing to consume, nothing held): the run
         waits on its oldest pending interrupt, in one statement with no read before it.
 
         ``False`` (nothing written) when a resolution awaits delivery, nothing is pending, or
@@ -706,8 +707,9 @@ class GraphDriver:
         self, claim: Claim, delivered: list[InterruptRecord], values: Any, now: datetime
     ) -> bool:
         """The usual end of a pass that ran the graph to its end (at most one resolution to
-        consume, no start held): the delivered resolution is consumed, the run completed and
-        ``run.completed`` appended in one statement, with no read before it.
+        consume): the delivered resolution is consumed, the run completed and ``run.completed``
+        appended in one statement, with no read before it; what the pass holds goes first, in
+        the same transaction (its events in that statement).
 
         ``False`` when a resolution awaits delivery, the run ended meanwhile (cancelled) or
         its log is closed; the delivery is consumed all the same (as :meth:`_settle` would),
@@ -801,13 +803,13 @@ class GraphDriver:
 
 
 class _TaskEnds:
-    """Logs the ends of a run's node tasks in the transactions of their writes.
+    """Logs the ends of a run's node tasks with their writes, and holds the run's saves.
 
     LangGraph stores a task's writes and the next checkpoint from background threads, neither
     waiting for the other. The checkpoint supersedes the writes: if it committed first and the
     process died before the writes did, the task would never run again and its end would be
     lost. So a checkpoint of the run waits until every started node task's writes, and with
-    them its end, have committed.
+    them its end, have committed or are held (held saves are stored in the order they came).
     """
 
     def __init__(self, driver: GraphDriver, *, finished: set[str]) -> None:

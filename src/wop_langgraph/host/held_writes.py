@@ -41,6 +41,9 @@ __all__ = ["FLUSH_AFTER_S", "HeldWrites", "Taken"]
 FLUSH_AFTER_S = 0.05
 #: How long a transaction waits for another that took what was held (one that rolled back unseen).
 _SETTLE_TIMEOUT_S = 5.0
+#: When what a transaction that rolled back took is stored on its own again (if nothing took
+#: it first): later than a first try, so that a database that is away is not asked in a loop.
+_RETRY_AFTER_S = 1.0
 
 _log = logging.getLogger("wop_langgraph.driver")
 
@@ -118,7 +121,7 @@ class HeldWrites:
                 self._held[:0] = taken.held
             self._guard.notify_all()
         if again:
-            _later(FLUSH_AFTER_S, self.flush)
+            _later(_RETRY_AFTER_S, self.flush)
 
     @contextmanager
     def logging(self) -> Iterator[Connection]:
