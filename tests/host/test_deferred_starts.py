@@ -157,13 +157,10 @@ def test_nothing_is_logged_after_a_cancellation_of_a_running_node(make_host: Hos
         host.stop_workers()
 
 
-def test_a_start_held_by_a_batch_that_could_not_commit_is_held_again_at_once(
-    make_host: HostFactory, monkeypatch: Any
-) -> None:
-    """A node's start rides with its end; the run is cancelled meanwhile, so on PostgreSQL the
-    one-statement store of the node's writes and end logs nothing and the batch is stored again
-    the usual way. The start the first try took is held again as it fails: the second try takes
-    it at once, where it would otherwise wait seconds for the first to settle."""
+def test_a_cancelled_drive_drops_what_it_holds_at_once(make_host: HostFactory, monkeypatch: Any) -> None:
+    """A node's start is held, and its end with its writes once it ends; the run is cancelled
+    meanwhile, so the drive stops at that step boundary and drops them: nothing is logged after
+    ``run.cancelled``, and the drive does not wait for a transaction to settle first."""
     monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 60.0)  # held until the node's end
     release = threading.Event()
     running = threading.Event()
