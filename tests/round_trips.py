@@ -3,6 +3,8 @@
 Tests that promise a number of round trips (one statement in autocommit, no ``BEGIN``) count
 them here. Each entry is the statement's text with its whitespace folded, or the command
 (``BEGIN ...``, ``COMMIT``) psycopg sends on its own; :func:`heads` gives their first words.
+:func:`statements` tells, for each statement, whether it ran in a transaction or in autocommit
+and whether it went out in a pipeline (many statements, one round trip).
 """
 
 from __future__ import annotations
@@ -40,3 +42,22 @@ def round_trips() -> Iterator[list[str]]:
 def heads(sent: list[str]) -> list[str]:
     """The first word of each, upper-cased (``SELECT``, ``WITH``, ``BEGIN`` ...)."""
     return [text.split(None, 1)[0].upper() for text in sent]
+
+
+@contextmanager
+def statements() -> Iterator[list[tuple[str, bool, bool]]]:
+    """(statement, in a transaction, in a pipeline) for each statement psycopg runs meanwhile
+    (not in a transaction: in autocommit, a transaction of its own)."""
+    seen: list[tuple[str, bool, bool]] = []
+    execute = psycopg.Cursor.execute
+
+    def traced(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        piped = self.connection.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF
+        seen.append((" ".join(str(query).split()), not self.connection.autocommit, piped))
+        return execute(self, query, *args, **kwargs)
+
+    psycopg.Cursor.execute = traced  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]

@@ -19,7 +19,7 @@ from langgraph.pregel import Pregel
 
 from tests.host._graphs import ALICE, WORKFLOW, State, subgraph_graph
 from tests.host._support import HostFactory
-from tests.host.test_held_saves import statements
+from tests.round_trips import statements
 from wop_langgraph import request_approval
 from wop_langgraph.host import WopHost
 

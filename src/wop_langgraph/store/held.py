@@ -14,7 +14,8 @@ from sqlalchemy import Connection
 
 __all__ = ["HeldWrite", "storing"]
 
-#: A save's statements, run inside the transaction of the connection given.
+#: A save's statements, run inside the transaction of the connection given. It reads no result
+#: back: on PostgreSQL its statements go out in a pipeline, whose results arrive at its end.
 HeldWrite = Callable[[Connection], None]
 
 
