@@ -22,7 +22,8 @@ each ratio the median of per-round ratios. Target: WopHost >= 1.0x LangGraph on 
 
 ``--profile`` then runs ``--profile-cycles`` WopHost cycles per database under cProfile with every
 DBAPI statement counted (SQLite: the connection's trace callback; psycopg: its cursor), and
-prints statements and transactions per cycle, the commonest statements and the top functions.
+prints statements, transactions and round trips per cycle (a pipeline of statements is one), the
+commonest statements and the top functions.
 
 ``--split`` then runs ``--split-cycles`` cycles of every contender and prints where a cycle's
 time goes: wall time, this process's CPU time (all threads), and the time spent waiting on
@@ -198,6 +199,10 @@ class StatementCounter:
         self.transactions = 0
         #: psycopg's own BEGIN / COMMIT / ROLLBACK (each a round trip; SQLite traces them as statements).
         self.commands = 0
+        #: psycopg: statements sent in a pipeline (no round trip of their own), and pipelines
+        #: (one round trip each, at their end).
+        self.pipelined = 0
+        self.pipelines = 0
         self.enabled = False
 
     def note(self, sql: str, in_transaction: bool) -> None:
@@ -231,6 +236,8 @@ class StatementCounter:
 
         def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             counter.note(_text(query), not idle(self))
+            if counter.enabled and self.connection.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
+                counter.pipelined += 1
             return original_execute(self, query, *args, **kwargs)
 
         def executemany(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
@@ -240,10 +247,20 @@ class StatementCounter:
         original_command = psycopg.Connection._exec_command
 
         def exec_command(self: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
-            if counter.enabled:
-                counter.commands += 1
+            if counter.enabled and self.pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF:
+                counter.commands += 1  # (in a pipeline, a command goes out with its statements)
             return original_command(self, command, *args, **kwargs)
 
+        original_pipeline = psycopg.Connection.pipeline
+
+        @contextlib.contextmanager
+        def pipeline(self: Any) -> Iterator[Any]:
+            if counter.enabled:
+                counter.pipelines += 1
+            with original_pipeline(self) as piped:
+                yield piped
+
+        psycopg.Connection.pipeline = pipeline  # type: ignore[method-assign,assignment]
         psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         psycopg.Cursor.executemany = executemany  # type: ignore[method-assign]
         psycopg.Connection._exec_command = exec_command  # type: ignore[method-assign]
@@ -317,6 +334,7 @@ def profile(name: str, cycle: Cycle, cycles: int, counter: StatementCounter, top
     counter.statements.clear()
     counter.transactions = 0
     counter.commands = 0
+    counter.pipelined = counter.pipelines = 0
     counter.enabled = True
     profiler = cProfile.Profile()
     started = time.perf_counter()
@@ -329,10 +347,16 @@ def profile(name: str, cycle: Cycle, cycles: int, counter: StatementCounter, top
     total = sum(counter.statements.values())
     print(f"\nprofile: {name}, {cycles} cycles, {1000 * elapsed / cycles:.1f} ms/cycle under cProfile")
     print(f"  statements/cycle {total / cycles:.1f}, transactions/cycle {counter.transactions / cycles:.1f}")
-    if counter.commands:  # PostgreSQL: each statement and each of these is a round trip
-        trips = (total + counter.commands) / cycles
+    if counter.commands:  # PostgreSQL: each statement and each of these is a round trip ...
+        # ... but statements in a pipeline, which cost one round trip per pipeline.
+        trips = (total + counter.commands - counter.pipelined + counter.pipelines) / cycles
         commands = counter.commands / cycles
         print(f"  driver BEGIN/COMMIT/ROLLBACK/cycle {commands:.1f}, round trips/cycle {trips:.1f}")
+        if counter.pipelines:
+            print(
+                f"  pipelined statements/cycle {counter.pipelined / cycles:.1f} "
+                f"in {counter.pipelines / cycles:.1f} pipelines"
+            )
     print("  commonest statements (per cycle):")
     for sql, count in counter.statements.most_common(12):
         print(f"    {count / cycles:5.1f}  {sql}")

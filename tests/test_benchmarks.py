@@ -72,6 +72,7 @@ def test_full_path_benchmark_reports_ratios_and_a_profile() -> None:
     if POSTGRES:
         assert "WopHost[postgres] / LangGraph+PostgresSaver" in out
         assert "profile: WopHost[postgres]" in out
+        assert "round trips/cycle" in out and "pipelined statements/cycle" in out  # held saves
         (row,) = [line for line in split.splitlines() if "WopHost[postgres]" in line]
         assert float(row.split()[-2]) > 0  # the caller waited on PostgreSQL
 
