@@ -16,7 +16,7 @@ import pytest
 
 from tests.host._graphs import ALICE, approval_graph
 from tests.round_trips import heads, round_trips
-from wop_langgraph.host import WopHost
+from wop_langgraph.host import WopHost, held_writes
 from wop_langgraph.protocol.errors import NotFound
 from wop_langgraph.store.run_queue import QUEUE_CHANNEL
 
@@ -74,9 +74,13 @@ def test_a_create_with_a_write_of_its_own_commits_it_in_the_same_transaction(pg_
         pg_host.snapshot(run_id)
 
 
-def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(pg_host: WopHost) -> None:
+def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(
+    pg_host: WopHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The creation and the rest are autocommit statements; each pass's saves and node ends ride
     in the transaction that records how it stopped (the interrupt, the run's end)."""
+    # Nothing stored on its own, however slow the machine: only by the pass's transactions.
+    monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 60.0)
     pg_host.create_run("approval", {}, owner=ALICE)  # warm the pool and the statement caches
     with round_trips() as created:
         snap = pg_host.create_run("approval", {}, owner=ALICE)

@@ -27,7 +27,7 @@ from tests.host._graphs import ALICE, WORKFLOW, approval_graph
 from tests.host._support import HostFactory
 from tests.host.test_engine import until
 from tests.round_trips import statements
-from wop_langgraph.host import WopHost
+from wop_langgraph.host import WopHost, held_writes
 from wop_langgraph.store.run_tables import runs_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,10 +43,12 @@ def _saves(seen: list[tuple[str, bool, bool]]) -> list[tuple[str, bool, bool]]:
 
 
 def test_a_pass_stores_its_saves_in_the_transaction_that_settles_it(
-    make_host: HostFactory, db_url: str
+    make_host: HostFactory, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if db_url.startswith("sqlite"):
         pytest.skip("psycopg's statements are traced (SQLite: see the tests that follow)")
+    # Nothing stored on its own, however slow the machine: only by the pass's transactions.
+    monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 60.0)
     host = make_host()
     host.register(WORKFLOW, approval_graph())
     host.create_run(WORKFLOW, {"log": []}, owner=ALICE)  # warm the pool and the statement caches
