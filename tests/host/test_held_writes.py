@@ -3,11 +3,13 @@ held again when that transaction rolls back, and refused once the drive is over.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection, Engine, text
 
+from wop_langgraph.host import held_writes
 from wop_langgraph.host.held_writes import HeldWrites
 from wop_langgraph.store.engine import make_engine
 from wop_langgraph.store.held import HeldWrite
@@ -74,3 +76,21 @@ def test_nothing_is_held_once_the_drive_is_over(engine: Engine) -> None:
     assert not held.hold_write(_mark(2))  # the saver stores it itself
     held.flush()
     assert _marks(engine) == []
+
+
+def test_what_is_held_briefly_is_stored_on_time_behind_a_longer_wait(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One timer thread serves every drive: a wait due sooner than those it already has must wake it.
+    monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 30.0)
+    later = HeldWrites(engine, "run-1")
+    later.hold_write(_mark(1))
+    time.sleep(0.2)  # the timer now sleeps until that wait is due
+    monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 0.05)
+    sooner = HeldWrites(engine, "run-2")
+    sooner.hold_write(_mark(2))
+    deadline = time.monotonic() + 5
+    while _marks(engine) != [2]:
+        assert time.monotonic() < deadline, "the brief wait was kept behind the longer one"
+        time.sleep(0.01)
+    later.close()

@@ -181,12 +181,12 @@ def _later(delay: float, action: Callable[[], None]) -> None:
     """Call ``action`` on the timer thread in ``delay`` seconds (started on first use)."""
     global _timer
     with _due_guard:
-        idle = not _due
-        heapq.heappush(_due, (time.monotonic() + delay, next(_order), action))
+        entry = (time.monotonic() + delay, next(_order), action)
+        heapq.heappush(_due, entry)
         if _timer is None or not _timer.is_alive():
             _timer = threading.Thread(target=_run_due, name="wop-held-writes", daemon=True)
             _timer.start()
-        elif idle:  # otherwise the timer already wakes no later than this (delays are equal)
+        elif _due[0] is entry:  # due before all the others: the timer sleeps until a later one
             _due_guard.notify()
 
 
