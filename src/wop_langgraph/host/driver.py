@@ -222,7 +222,7 @@ class GraphDriver:
     def stop_holding(self) -> None:
         """The drive is over: store what a pass still holds (every pass stores what it held as
         it settles, so normally nothing), then stop holding."""
-        if self._held.holding() and not self.signal.stop.is_set():
+        if not self.signal.stop.is_set():
             self._held.flush()
         self._held.close()
 
@@ -240,8 +240,7 @@ class GraphDriver:
         self.rested = None
         self._suspended = False
         self._final_values = _NO_VALUES
-        if self._held.holding():
-            self._held.flush()  # what an earlier pass still holds, before this one reads
+        self._held.flush()  # what an earlier pass still holds (normally nothing), before this one reads
         if claimed is not None:
             claim, status = claimed.claim, claimed.status
             if self.signal.stop.is_set():  # cancelled between the claim and the drive
@@ -722,28 +721,32 @@ class GraphDriver:
             params["end_consumed_id"] = delivered[0].interrupt_id
         gate = (_end_unless_work_statement(consumed is not None), params)
         event = NewEvent("run.completed", {"outputs": outputs})
-        if self._held.holding():
-            try:
-                with self._logging() as conn:  # what the pass holds goes first, in the same statement
-                    self.rested = append_events_if(
-                        conn,
-                        self.run_id,
-                        [event],
-                        now=now,
-                        gate=gate,
-                        close=True,
-                        leading=consumed,
-                        staged_first=True,
-                    )
-            except RunLogClosed:  # closed, or a held event logged before a crash: the usual way
-                self.rested = None
-                return False
-            return self.rested is not None
-        with one_statement(self.engine) as conn, conn.begin():
-            self.rested = append_events_if(
-                conn, self.run_id, [event], now=now, gate=gate, close=True, leading=consumed
-            )
+        holding = self._held.holding()
+        try:
+            # What the pass holds goes first, in the same transaction (its events in the statement).
+            with self._logging() if holding else self._one_statement() as conn:
+                self.rested = append_events_if(
+                    conn,
+                    self.run_id,
+                    [event],
+                    now=now,
+                    gate=gate,
+                    close=True,
+                    leading=consumed,
+                    staged_first=True,
+                )
+        except RunLogClosed:  # closed, or a held event logged before a crash: the usual way
+            if not holding:
+                raise
+            self.rested = None
+            return False
         return self.rested is not None
+
+    @contextmanager
+    def _one_statement(self) -> Iterator[Connection]:
+        """A write of one statement (in autocommit on PostgreSQL, see ``one_statement``)."""
+        with one_statement(self.engine) as conn, conn.begin():
+            yield conn
 
     def _stopped(self, claim: Claim, delivered: list[InterruptRecord] | None = None) -> Pass:
         """The run was cancelled while driven: drop it from the queue, write nothing more."""

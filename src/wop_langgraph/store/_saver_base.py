@@ -268,6 +268,7 @@ class SaverBase(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Store ``checkpoint`` as the child of ``config``'s checkpoint (or hand it to the
         recorder's ``hold``, which stores it later); returns its config."""
+        self._check_open("put")
         params = self._codec.checkpoint_params(config, checkpoint, metadata)
         before_put = getattr(self.recorder, "before_put", None)
         if callable(before_put):
