@@ -299,3 +299,60 @@ def test_a_sqlite_transaction_begins_on_the_driver_unless_a_listener_watches(eng
     finally:
         event.remove(engine, "before_cursor_execute", watch)
     assert seen == ["BEGIN IMMEDIATE"]  # a watcher sees every statement, BEGIN too
+
+
+def test_a_long_statement_with_many_parameters_runs_as_through_sqlalchemy_and_psycopg_never_parses_it(
+    engine: Engine,
+) -> None:
+    # psycopg re-parses ``%(name)s`` placeholders on every execution of a statement over 4 kB or
+    # 50 parameters; the driver path sends PostgreSQL's own ``$n`` on a raw cursor instead.
+    # A repeated parameter and a literal ``%`` (not a placeholder) must come through as well.
+    with engine.begin() as conn:
+        for i in range(3):
+            insert_interrupt(conn, _interrupt(str(i), MOMENTS[0], PAYLOADS[0]))
+    keys = [bindparam(f"wanted_{i}") for i in range(60)]
+    statement = driver_statement(
+        select(interrupts_table.c.key, cast(bindparam("of_run"), String).label("again"))
+        .where(
+            interrupts_table.c.run_id == bindparam("of_run"),
+            interrupts_table.c.key.in_(keys),  # each its own parameter: 60 of them
+            interrupts_table.c.key.like("key-%"),
+        )
+        .order_by(interrupts_table.c.key)
+    )
+    params = {"of_run": RUN} | {f"wanted_{i}": f"key-{i}" for i in range(60)}
+    parsed: list[bytes] = []
+    answers = []
+    with _parses_counted(engine, parsed):
+        for path in ("driver", "sqlalchemy"):
+            with engine.begin() as conn:
+                if path == "sqlalchemy":
+                    event.listen(conn, "before_cursor_execute", _noop)
+                answers.append([tuple(row) for row in statement.rows(conn, params)])
+                if path == "driver" and engine.dialect.name == "postgresql":
+                    assert parsed == []  # the driver path sent its SQL as it is
+    assert answers[0] == answers[1] == [(f"key-{i}", RUN) for i in range(3)]
+
+
+@contextmanager
+def _parses_counted(engine: Engine, parsed: list[bytes]) -> Iterator[None]:
+    """Record each query psycopg converts from ``%(name)s`` placeholders (PostgreSQL only)."""
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    from psycopg import _queries
+
+    cached, uncached = _queries._query2pg, _queries._query2pg_nocache
+
+    def counted(convert: Any) -> Any:
+        def wrapper(query: bytes, encoding: str) -> Any:
+            parsed.append(query)
+            return convert(query, encoding)
+
+        return wrapper
+
+    _queries._query2pg, _queries._query2pg_nocache = counted(cached), counted(uncached)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        _queries._query2pg, _queries._query2pg_nocache = cached, uncached  # type: ignore[assignment]

@@ -35,6 +35,7 @@ above), ``Connection._has_events`` and ``Connection._echo`` (the checks above, i
 
 from __future__ import annotations
 
+import copy
 import functools
 import keyword
 import operator
@@ -90,6 +91,8 @@ class _Compiled:
     convert: Callable[[Sequence[Any]], Sequence[Any]] | None
     #: The named tuple type of a result row (``None``: no rows, or a name that is no identifier).
     row: Any
+    #: ``DBAPI connection -> cursor`` to run ``text`` on (psycopg: a raw cursor, see :func:`_raw`).
+    cursor: Callable[[Any], Any] = operator.methodcaller("cursor")
 
 
 class DriverStatement:
@@ -152,7 +155,7 @@ class DriverStatement:
         bound = [_bind(conn, compiled, p) for p in params]
         cursor = None
         try:
-            cursor = driver.cursor()
+            cursor = compiled.cursor(driver)
             cursor.executemany(compiled.text, bound)
             cursor.close()
         except BaseException as exc:
@@ -194,9 +197,10 @@ def _run(
     bound = _bind(conn, compiled, params)
     cursor = None
     try:
-        cursor = driver.cursor()
+        cursor = compiled.cursor(driver)
         cursor.execute(compiled.text, bound)
-        found = cursor.fetchall() if cursor.description is not None else []
+        # (not ``cursor.description``: psycopg builds a column object per column to answer it)
+        found = cursor.fetchall() if compiled.keys else []
         count = cursor.rowcount
         cursor.close()
     except BaseException as exc:
@@ -227,7 +231,8 @@ def _fail(conn: Connection, exc: BaseException, text: str, bound: Any, cursor: A
 
 
 def _compile(statement: Executable, dialect: Dialect) -> _Compiled:
-    compiled = cast(SQLCompiler, cast(ClauseElement, statement).compile(dialect=dialect))
+    raw = _raw(dialect)
+    compiled = cast(SQLCompiler, cast(ClauseElement, statement).compile(dialect=raw or dialect))
     if (
         compiled.literal_execute_params
         or compiled.post_compile_params
@@ -251,7 +256,33 @@ def _compile(statement: Executable, dialect: Dialect) -> _Compiled:
         escaped = compiled.escaped_bind_names
         bind = _named([(escaped.get(n, n), slot) for n, slot in slots.items()])
     row = namedtuple("Row", keys) if _field_names(keys) else None
-    return _Compiled(compiled.string, bind, keys, convert, row)
+    if raw is None:
+        return _Compiled(compiled.string, bind, keys, convert, row)
+    return _Compiled(compiled.string, bind, keys, convert, row, _raw_cursor())
+
+
+def _raw(dialect: Dialect) -> Dialect | None:
+    """psycopg: ``dialect`` rendering PostgreSQL's own ``$1`` placeholders, else ``None``.
+
+    psycopg turns ``%(name)s`` placeholders into ``$n`` by parsing the SQL on every execution
+    of a statement longer than 4 kB or with more than 50 parameters (it caches only shorter
+    ones): a log append of several events is both, and parsing it took about 0.2 ms, more than
+    its round trip. Compiled once with ``$n`` placeholders and run on a raw cursor, which sends the SQL
+    as it is, nothing is parsed. The copy differs only in its parameter style: the types'
+    bind processors still come from ``dialect``.
+    """
+    if dialect.driver != "psycopg":
+        return None
+    numbered = copy.copy(dialect)
+    numbered.paramstyle, numbered.positional = "numeric_dollar", True
+    return numbered
+
+
+@functools.cache
+def _raw_cursor() -> Callable[[Any], Any]:
+    import psycopg  # only ever on the psycopg dialect
+
+    return psycopg.RawCursor
 
 
 def _field_names(keys: tuple[str, ...]) -> bool:
