@@ -77,8 +77,8 @@ def test_a_create_with_a_write_of_its_own_commits_it_in_the_same_transaction(pg_
 def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(
     pg_host: WopHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The creation and the rest are autocommit statements; each pass's saves and node ends ride
-    in the transaction that records how it stopped (the interrupt, the run's end)."""
+    """The creation is an autocommit statement; each pass's saves and node ends ride in the
+    transaction that records how it stopped (the interrupt, with the run's rest; the run's end)."""
     # Nothing stored on its own, however slow the machine: only by the pass's transactions.
     monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 60.0)
     pg_host.create_run("approval", {}, owner=ALICE)  # warm the pool and the statement caches
@@ -88,9 +88,10 @@ def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(
     with round_trips() as resolved:
         done = pg_host.resolve(snap["runId"], "review", {"action": "accept"}, ALICE)
     assert done["status"] == "completed"
-    # The creation, the interrupt's transaction (with what the pass held), the rest.
+    # The creation, and the interrupt's transaction (with what the pass held), which puts the
+    # run to rest as it ends: nothing follows its COMMIT.
     assert heads(created).count("BEGIN") == 1, created
-    assert (heads(created)[0], heads(created)[-2:]) == ("WITH", ["COMMIT", "UPDATE"]), created
+    assert (heads(created)[0], heads(created)[-2:]) == ("WITH", ["UPDATE", "COMMIT"]), created
     # The resolution's transaction: the interrupt read (psycopg's BEGIN goes out as it runs),
     # the claim with the run's queueing and its events in one statement, the caller's lease on
     # the run and the read of its work. Then the pass's read of its checkpoint, and the

@@ -205,6 +205,11 @@ class GraphDriver:
     _final_values: Any = field(default=_NO_VALUES, init=False, repr=False)
     #: The run's row (its snapshot columns) as the pass that put it to rest left it, if one did.
     rested: Any = field(default=None, init=False, repr=False)
+    #: The claim the current pass answers (the queue version it read), once it has one.
+    _claim: Claim | None = field(default=None, init=False, repr=False)
+    #: The run's row as the transaction of the pass's interrupt put it to rest, once committed
+    #: (see :meth:`_rest_with_interrupt`).
+    _rested_with_interrupt: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.held is None:
@@ -240,6 +245,7 @@ class GraphDriver:
         self.rested = None
         self._suspended = False
         self._final_values = _NO_VALUES
+        self._claim = self._rested_with_interrupt = None
         self._held.flush()  # what an earlier pass still holds (normally nothing), before this one reads
         if claimed is not None:
             claim, status = claimed.claim, claimed.status
@@ -253,6 +259,7 @@ class GraphDriver:
             claim = Claim(self.claim.run_id, self.claim.owner, version)
         if status in TERMINAL_STATUSES:
             return self._stopped(claim)
+        self._claim = claim
         config = self._config()
         undelivered: list[InterruptRecord] = []
         pending: list[InterruptRecord] = []
@@ -635,8 +642,12 @@ class GraphDriver:
         One transaction: the delivered resolutions are consumed, the run's open interrupts
         read, and the run either waits (if no work arrived meanwhile) or ends. The usual
         ends, a pass that suspended and one that completed the run, first try one statement
-        that reads nothing before it (:meth:`_rest_at_once`, :meth:`_complete_at_once`).
+        that reads nothing before it (:meth:`_rest_at_once`, :meth:`_complete_at_once`);
+        a pass whose interrupt's transaction put the run to rest already has nothing to do.
         """
+        if self._rested_with_interrupt is not None:
+            self.rested = self._rested_with_interrupt
+            return Pass.IDLE
         if state is None and not self._suspended:
             if self._final_values is not _NO_VALUES:
                 state = _Ended(self._final_values)  # what the stream ended with
@@ -691,6 +702,37 @@ class GraphDriver:
         with one_statement(self.engine) as conn, conn.begin():
             self.rested = _first(driver_statement(_rest_unless_work_statement()).named(conn, params))
         return self.rested is not None
+
+    def _rest_with_interrupt(self, conn: Connection, batch: WriteBatch) -> Any:
+        """In the transaction that records the interrupt of ``batch``, put the run to rest as
+        :meth:`_rest_at_once` would after the stream, when nothing of this pass can come after
+        that transaction; returns the run's row if it did (one commit, and its WAL flush, fewer).
+
+        Nothing comes after it when the interrupting task is a node task of the top-level graph,
+        streamed synchronously (every task of a step is streamed as started before any runs),
+        and the only task of the pass not yet ended: LangGraph ends the pass with the step
+        (``durability="sync"`` writes nothing more), and nothing is held that this transaction
+        did not take. A pass that delivered resolutions consumes them as it settles, so it
+        does not rest here. The statement changes nothing when a resolution awaits delivery or
+        the queue version moved, as after the stream.
+        """
+        tasks, claim = self._tasks, self._claim
+        if (
+            self.is_async
+            or claim is None
+            or tasks is None
+            or tasks.resumed
+            or batch.checkpoint_ns
+            or self._node_of(batch) is None
+            or not any(channel == "__interrupt__" for channel, _ in batch.writes)
+        ):
+            return None
+        # The ended tasks first, then the held: a task ends in the stream after its writes are
+        # held (or committed), so a sibling seen ended has its writes taken by now or waiting.
+        if list(tasks.names.copy()) != [batch.task_id] or self._held.waiting() or self.signal.stop.is_set():
+            return None
+        params = self._rest_params(claim, self.clock())
+        return _first(driver_statement(_rest_unless_work_statement()).named(conn, params))
 
     def _rest_params(self, claim: Claim, now: datetime) -> dict[str, Any]:
         """The parameters the rest statements share (:func:`_rest_statement` also takes the
@@ -822,6 +864,8 @@ class _TaskEnds:
         self._committed: set[str] = set(finished)
         #: What a batch's transaction took of the held, until it commits (by ``id(batch)``).
         self._taken: dict[int, Taken] = {}
+        #: The run's row as a batch's transaction put it to rest, until it commits (by ``id(batch)``).
+        self._resting: dict[int, tuple[WriteBatch, Any]] = {}
 
     def expect(self, task_id: str) -> None:
         """A node task started: its end is to be logged with its writes (unless it finished)."""
@@ -850,12 +894,17 @@ class _TaskEnds:
                 # saver may store the batch again, in a transaction that takes it anew).
                 with self._guard:
                     dropped = self._taken.pop(id(batch), None)
+                    self._resting.pop(id(batch), None)
                 if dropped is not None:
                     self._driver._held.settled(dropped, committed=False)
                 raise
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         self._driver._record_task_end(conn, batch)
+        rested = self._driver._rest_with_interrupt(conn, batch)
+        if rested is not None:
+            with self._guard:
+                self._resting[id(batch)] = (batch, rested)
 
     def one_append(self, batch: WriteBatch) -> bool:
         # The held starts ride in the append of the task's end, or are appended on their own
@@ -865,6 +914,9 @@ class _TaskEnds:
     def committed(self, batch: WriteBatch) -> None:
         with self._guard:
             taken = self._taken.pop(id(batch), None)
+            resting = self._resting.pop(id(batch), None)
+        if resting is not None and resting[0] is batch:
+            self._driver._rested_with_interrupt = resting[1]
         if taken is not None:
             self._driver._held.settled(taken, committed=True)
         if not batch.checkpoint_ns:  # (a subgraph's batch only carried what was held)
@@ -891,6 +943,7 @@ class _TaskEnds:
         """The stream ended: hold again what batches took that never committed."""
         with self._guard:
             taken, self._taken = list(self._taken.values()), {}
+            self._resting.clear()
         for held in taken:
             self._driver._held.settled(held, committed=False)
 

@@ -84,6 +84,11 @@ class HeldWrites:
             _later(FLUSH_AFTER_S, self.flush)
         return True
 
+    def waiting(self) -> bool:
+        """Whether anything waits to be taken (not counting what a transaction is storing)."""
+        with self._guard:
+            return bool(self._held)
+
     def holding(self) -> bool:
         """Whether anything waits to be stored, or is being stored."""
         with self._guard:
