@@ -100,3 +100,40 @@ def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(
     assert heads(resolved)[:7] == ["SELECT", "BEGIN", "WITH", "UPDATE", "SELECT", "COMMIT", "WITH"], resolved
     ends = [e for e in pg_host.events(snap["runId"]) if e["type"] == "node.completed"]
     assert [e["nodeId"] for e in ends] == ["write", "review", "publish"]
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_a_run_is_durable_when_its_creation_returns_though_a_waiting_callers_commits_without_a_flush(
+    pg_host: WopHost, postgres_url: str, wait: bool
+) -> None:
+    """A run the caller drives is told of to no one until the drive's first commit, which is
+    synchronous: its creation does not wait for the WAL flush; the call returns with it flushed.
+    A run left to the workers is answered at once: its creation waits for the flush."""
+    pg_host.create_run("approval", {}, owner=ALICE, wait=wait)  # warm the pool and the statement caches
+    with (
+        psycopg.connect(postgres_url.replace("+psycopg", ""), autocommit=True) as side,
+        round_trips() as sent,
+    ):
+        written: list[int] = []
+        execute = psycopg.Cursor.execute
+
+        def noting(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            result = execute(self, query, *args, **kwargs)
+            if not written and self.connection is not side:  # the creation: where the WAL is now
+                written.append(_lsn(side, "pg_current_wal_insert_lsn"))
+            return result
+
+        psycopg.Cursor.execute = noting  # type: ignore[method-assign]
+        try:
+            pg_host.create_run("approval", {}, owner=ALICE, wait=wait)
+        finally:
+            psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        assert _lsn(side, "pg_current_wal_flush_lsn") >= written[0]
+    creation = sent[0]
+    assert creation.startswith("WITH") and ("set_config" in creation) is wait, creation
+
+
+def _lsn(conn: psycopg.Connection[Any], function: str) -> int:
+    row = conn.execute(f"SELECT {function}() - '0/0'::pg_lsn").fetchone()
+    assert row is not None
+    return int(row[0])

@@ -64,6 +64,8 @@ def test_a_pass_stores_its_saves_in_the_transaction_that_settles_it(
         assert saves and all(in_tx for _, in_tx, _ in saves), saves
         checkpoints = [s for s in saves if s[0].startswith("INSERT INTO wop_checkpoints ")]
         assert len(checkpoints) >= 2 and all(piped for _, _, piped in checkpoints), checkpoints
+        # The writes of the task that stopped the pass (its interrupt, its resume) go with them.
+        assert all(piped for _, _, piped in saves), saves
     ends = [e["nodeId"] for e in host.events(snap["runId"]) if e["type"] == "node.completed"]
     assert ends == ["write", "review", "publish"]
 

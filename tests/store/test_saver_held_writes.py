@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Connection
+from tests.round_trips import statements
 from tests.store.conftest import make_checkpoint, new_thread
 
 from wop_langgraph.store import SQLModelSaver
@@ -98,5 +99,80 @@ def test_held_saves_that_fail_store_none(db_url: str) -> None:
         with pytest.raises(RuntimeError, match="the third save failed"), saver.engine.begin() as conn:
             storing(conn, [first, second, broken])
         assert saver.get_tuple(_config(thread)) is None  # all of them rolled back
+    finally:
+        saver.close()
+
+
+class StoringFirst(Holding):
+    """Holds the top-level saves, and stores them first as it records a batch with an
+    interrupt (as the host's recorder does while a drive listens)."""
+
+    def __init__(self, *, store: bool = True, fail: bool = False) -> None:
+        super().__init__()
+        self.store, self.fail = store, fail
+
+    def stores_first(self, batch: WriteBatch) -> bool:
+        return True
+
+    def record(self, conn: Connection, batch: WriteBatch) -> None:
+        if self.store:
+            storing(conn, [write for _, _, write in self.held])
+        if self.fail:
+            raise RuntimeError("the recorder failed")
+
+
+def _ask(saver: SQLModelSaver, thread_id: str) -> None:
+    """Two held steps, then a task's interrupt on the second (a batch the recorder takes)."""
+    first = saver.put(_config(thread_id), make_checkpoint({"n": 1}), {"step": 0}, {})
+    saver.put_writes(first, [("n", 2)], "task-1")
+    second = saver.put(first, make_checkpoint({"n": 2}), {"step": 1}, {})
+    saver.put_writes(second, [("__interrupt__", ("ask",)), ("m", "x")], "task-2")
+
+
+def test_a_batch_whose_recorder_stores_first_goes_with_what_it_stores(db_url: str) -> None:
+    recorder = StoringFirst()
+    saver = SQLModelSaver.from_url(db_url, recorder=recorder)
+    saver.setup()
+    try:
+        thread = new_thread()
+        with statements() as seen:
+            _ask(saver, thread)
+        saved = saver.get_tuple(_config(thread))
+        assert saved is not None and saved.checkpoint["channel_values"] == {"n": 2}
+        assert [(t, c) for t, c, _ in saved.pending_writes or []] == [
+            ("task-2", "__interrupt__"),
+            ("task-2", "m"),
+        ]
+        if saver.engine.dialect.name == "postgresql":
+            saves = [(s.split(" (")[0], piped) for s, _, piped in seen if s.startswith("INSERT INTO wop_")]
+            # The held saves, then the batch's own writes, all in one pipeline.
+            assert saves == [
+                ("INSERT INTO wop_checkpoints", True),
+                ("INSERT INTO wop_checkpoint_writes", True),
+                ("INSERT INTO wop_checkpoints", True),
+                ("INSERT INTO wop_checkpoint_writes", True),
+            ], seen
+    finally:
+        saver.close()
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_batch_whose_recorder_stores_nothing_is_stored_unless_it_fails(db_url: str, fail: bool) -> None:
+    recorder = StoringFirst(store=False, fail=fail)
+    saver = SQLModelSaver.from_url(db_url, recorder=recorder)
+    saver.setup()
+    try:
+        thread = new_thread()
+        if fail:
+            with pytest.raises(RuntimeError, match="the recorder failed"):
+                _ask(saver, thread)
+        else:
+            _ask(saver, thread)
+        with saver.engine.begin() as conn:  # the held checkpoints, so that the writes can be read
+            storing(conn, [write for _, batch, write in recorder.held if batch is None])
+        saved = saver.get_tuple(_config(thread))
+        assert saved is not None
+        expected = [] if fail else [("task-2", "__interrupt__"), ("task-2", "m")]
+        assert [(t, c) for t, c, _ in saved.pending_writes or []] == expected
     finally:
         saver.close()

@@ -120,6 +120,11 @@ class InterruptRecorder:
         listener = self._task_listeners.get(batch.thread_id)
         return listener is not None and listener.one_append(batch)
 
+    def stores_first(self, batch: WriteBatch) -> bool:
+        """Whether :meth:`record` begins by storing what the run's drive holds (it does when a
+        drive listens: its listener's ``opening``)."""
+        return batch.thread_id in self._task_listeners
+
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         """Record every interrupt in the batch's ``__interrupt__`` writes, then tell the listener."""
         opening = self._task_listeners.get(batch.thread_id)

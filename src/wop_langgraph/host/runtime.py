@@ -293,7 +293,17 @@ class WopHost:
                 if notifies:
                     params["new_run_queue_channel"] = QUEUE_CHANNEL
                 leading = (_insert_run_statement(tuple(values), notify=notifies), params)
-                append_events(conn, run_id, [NewEvent("run.started", started)], now=now, leading=leading)
+                # A run this caller drives is told of to no one until the drive's first commit,
+                # which is synchronous and makes the run durable with it: no WAL flush of its own.
+                asynchronously = lease is not None and connect is one_statement
+                append_events(
+                    conn,
+                    run_id,
+                    [NewEvent("run.started", started)],
+                    now=now,
+                    leading=leading,
+                    asynchronously=asynchronously,
+                )
                 committed = SimpleNamespace(**row, current_node_id=None, error=None, completed_at=None)
                 if on_commit is not None:
                     on_commit(conn, _snapshot_of(committed))

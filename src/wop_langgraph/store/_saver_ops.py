@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, cast
 
+from sqlalchemy import Connection
+
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store._saver_codec import CheckpointRow, WriteParams, WriteRow
 from wop_langgraph.store._saver_sql import WRITES_PER_STATEMENT, Sql, Statements
 from wop_langgraph.store._saver_tx import Tx
+from wop_langgraph.store.held import stored_with_held
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
 
 __all__ = [
@@ -82,7 +85,8 @@ def store_writes(
     batch: WriteBatch,
     asynchronously: bool = False,
 ) -> None:
-    """Store a batch of task writes, then hand the batch to ``recorder`` in the same transaction.
+    """Store a batch of task writes, then hand the batch to ``recorder`` in the same transaction
+    (or, if it stores something first, with that: ``WriteRecorder.stores_first``).
 
     Special slots are replaced in place, ordinary writes are kept if already stored (see
     ``Statements.upsert_writes``); a batch of up to ``WRITES_PER_STATEMENT`` rows is one
@@ -91,10 +95,20 @@ def store_writes(
     :meth:`~wop_langgraph.store._saver_base.SaverBase.committing_asynchronously`.
     """
     asynchronously = asynchronously and recorder is None
-    for start in range(0, len(rows), WRITES_PER_STATEMENT):
-        chunk = rows[start : start + WRITES_PER_STATEMENT]
-        tx.execute_bound(*sql.upsert_writes(chunk, asynchronously=asynchronously))
-    if recorder is not None:
+
+    def store(_: Connection | None = None) -> None:
+        for start in range(0, len(rows), WRITES_PER_STATEMENT):
+            chunk = rows[start : start + WRITES_PER_STATEMENT]
+            tx.execute_bound(*sql.upsert_writes(chunk, asynchronously=asynchronously))
+
+    stores_first = getattr(recorder, "stores_first", None)
+    if recorder is None or not (callable(stores_first) and stores_first(batch)):
+        store()
+        if recorder is not None:
+            recorder.record(tx.connection, batch)
+        return
+    # With the saves the recorder stores first (what a drive held), in their pipeline.
+    with stored_with_held(tx.connection, store):
         recorder.record(tx.connection, batch)
 
 

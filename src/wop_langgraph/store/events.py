@@ -125,6 +125,7 @@ def append_events(
     now: datetime,
     close: bool = False,
     leading: Leading | None = None,
+    asynchronously: bool = False,
 ) -> list[StoredEvent]:
     """Append ``events`` to the log of ``run_id`` in order, inside the caller's transaction.
 
@@ -139,6 +140,10 @@ def append_events(
             were, which a caller may then run in autocommit (see ``one_statement``);
             elsewhere it is executed just before, in the same transaction. It runs even when
             the append raises :class:`RunLogClosed` (the caller's transaction rolls back).
+        asynchronously: PostgreSQL, for a statement in autocommit: its commit returns without
+            waiting for the WAL flush (``synchronous_commit`` off for it alone). The next
+            synchronous commit on the server makes it durable with its own: for a caller that
+            tells no one of what it wrote before such a commit.
 
     Raises:
         RunLogClosed: the log was closed by an earlier terminal event (for example a
@@ -148,7 +153,9 @@ def append_events(
         _run_leading(conn, leading)
         return []
     timed = [(event, now) for event in events]
-    return _append_after_staged(conn, run_id, timed, close=close, once=0, leading=leading)
+    return _append_after_staged(
+        conn, run_id, timed, close=close, once=0, leading=leading, asynchronously=asynchronously
+    )
 
 
 def append_events_if(
@@ -273,6 +280,7 @@ def _append_after_staged(
     close: bool,
     once: int,
     leading: Leading | None = None,
+    asynchronously: bool = False,
 ) -> list[StoredEvent]:
     """Append the run's staged events (see :func:`appended_first`), then ``timed`` (all of them
     only if not logged yet: ``once`` is 0 or ``len(timed)``), in one statement; returns those
@@ -280,9 +288,19 @@ def _append_after_staged(
     staged = conn.info.get(_STAGED_KEY)
     first = staged.pop(run_id, None) if staged else None
     if not first:
-        return _append_timed(conn, run_id, timed, close=close, once=once, leading=leading)
+        return _append_timed(
+            conn, run_id, timed, close=close, once=once, leading=leading, asynchronously=asynchronously
+        )
     # The staged are once-only, so the once-only events still lead the batch.
-    stored = _append_timed(conn, run_id, first + timed, close=close, once=len(first) + once, leading=leading)
+    stored = _append_timed(
+        conn,
+        run_id,
+        first + timed,
+        close=close,
+        once=len(first) + once,
+        leading=leading,
+        asynchronously=asynchronously,
+    )
     ids = {event.event_id for event, _ in timed}
     return [event for event in stored if event.event_id in ids]
 
@@ -295,6 +313,7 @@ def _append_timed(
     close: bool,
     once: int,
     leading: Leading | None = None,
+    asynchronously: bool = False,
 ) -> list[StoredEvent]:
     """Append ``timed``, of which the first ``once`` only if their ids are not logged yet,
     after ``leading`` (which runs once, whatever the append finds).
@@ -302,7 +321,9 @@ def _append_timed(
     The common case (none logged) is one statement on PostgreSQL. Raises
     :class:`RunLogClosed` if the log is closed and there was something to append.
     """
-    stored = _append(conn, run_id, timed, close=close, once=once, leading=leading)
+    stored = _append(
+        conn, run_id, timed, close=close, once=once, leading=leading, asynchronously=asynchronously
+    )
     if stored is not None:
         return stored
     # Nothing reserved: some once-only event is logged already (a replay), or the log is closed.
@@ -368,9 +389,10 @@ def _append(
     close: bool,
     once: int,
     leading: Leading | None = None,
+    asynchronously: bool = False,
 ) -> list[StoredEvent] | None:
     """Run ``leading``, reserve sequences for the events and insert them; ``None`` when nothing
-    was reserved.
+    was reserved (``asynchronously``: see :func:`append_events`).
 
     The counter bump only applies to an open log, so a terminal event and any append racing it
     are ordered by the counter row's lock: whichever comes second sees the log closed. With
@@ -398,6 +420,7 @@ def _append(
             once,
             None if leading is None else leading[0],
             None if ride is None else ride[:2],
+            asynchronously,
         )
         inserted = _driver(statement).rows(conn, params)
         if not inserted:
@@ -529,7 +552,13 @@ def _events_from(reserved: Any, count: int) -> Any:
 
 @functools.cache
 def _append_statement(
-    count: int, close: bool, notify: bool, once: int, leading: Any = None, ride: Any = None
+    count: int,
+    close: bool,
+    notify: bool,
+    once: int,
+    leading: Any = None,
+    ride: Any = None,
+    asynchronously: bool = False,
 ) -> Any:
     """PostgreSQL: the counter upsert and the insert of ``count`` events in one statement.
 
@@ -539,10 +568,14 @@ def _append_statement(
     as a ``WITH`` of its own, which PostgreSQL runs to completion though nothing reads it
     (compiled once per leading statement: those are compiled once themselves). A ``ride``
     (``(build, arg)`` of a :data:`RidingWrite`) joins as a ``WITH`` reading ``reserved``, so it
-    writes only if the events are logged.
+    writes only if the events are logged. ``asynchronously``: the statement turns
+    ``synchronous_commit`` off for its transaction (see :func:`append_events`).
     """
     reserved = _reserve_statement("postgresql", close, notify, once).cte("reserved")
-    statement = _events_from(reserved, count).returning(_events.c.sequence)
+    returned: list[Any] = [_events.c.sequence]
+    if asynchronously:
+        returned.append(func.set_config("synchronous_commit", "off", true()))
+    statement = _events_from(reserved, count).returning(*returned)
     if leading is not None:
         statement = statement.add_cte(leading.cte("leading"))
     statement = statement.add_cte(reserved)

@@ -52,6 +52,9 @@ class WriteRecorder(Protocol):
     (``batch`` ``None``), or writes it would take with at most one append (``one_append``) or
     not at all; ``write`` (a :data:`~wop_langgraph.store.held.HeldWrite`) then stores them in
     the transaction of the connection it is given, and the saver stores nothing itself.
+    ``stores_first(batch) -> bool`` says that ``record`` begins by storing saves it held (with
+    :func:`~wop_langgraph.store.held.storing`): the batch's rows then go with those (on
+    PostgreSQL in their pipeline) instead of before ``record`` is called.
     """
 
     channels: frozenset[str] | None
