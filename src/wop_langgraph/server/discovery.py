@@ -9,6 +9,7 @@ WorkflowDefinitions the host loaded.
 
 from __future__ import annotations
 
+import functools
 from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
@@ -24,16 +25,22 @@ router = APIRouter()
 INTERRUPT_UNTIL = "2027-06-30"
 
 
+@functools.cache
+def _package_version() -> str:
+    """The installed package's version (looked up once: the lookup scans the installed
+    distributions, ~0.8 ms, more than the rest of a discovery request)."""
+    try:
+        return version("wop-langgraph")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0"
+
+
 def discovery_document(state: ServerState) -> dict[str, Any]:
     """The v2 discovery root for this host."""
-    try:
-        package_version = version("wop-langgraph")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        package_version = "0"
     document: dict[str, Any] = {
         "protocolVersions": list(SUPPORTED_VERSIONS),
         "preferredVersion": PROTOCOL_VERSION,
-        "implementation": {"name": "wop-langgraph", "version": package_version},
+        "implementation": {"name": "wop-langgraph", "version": _package_version()},
         "eventLogSchemaVersion": 3,
         "interrupt": {
             "status": "experimental",
