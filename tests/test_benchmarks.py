@@ -78,13 +78,13 @@ def test_full_path_benchmark_reports_ratios_and_a_profile() -> None:
 
 
 def test_http_engine_benchmark_reports_resolve_and_create_latency() -> None:
-    out = _run("http_engine.py", "--clients", "2", "--rounds", "1", "--creates", "1", "--sleep", "0.1")
+    small = ("--clients", "2", "--rounds", "1", "--creates", "1", "--sleep", "0.1")
+    out = _run("http_engine.py", *small)
     assert "sqlite resolve" in out and "sqlite POST /runs" in out
     assert "server cpu" in out and "client cpu" in out
     if POSTGRES:
         assert "postgres resolve" in out and "postgres POST /runs" in out
-    small = ("--clients", "2", "--rounds", "1", "--creates", "1", "--sleep", "0.1", "--backend", "sqlite")
-    assert "sqlite resolve" in _run("http_engine.py", *small, "--client", "httpx")
+    assert "sqlite resolve" in _run("http_engine.py", *small, "--backend", "sqlite", "--client", "httpx")
 
 
 @pytest.mark.skipif(not POSTGRES, reason="scale_out.py needs WOP_TEST_POSTGRES_URL")

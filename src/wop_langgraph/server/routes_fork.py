@@ -8,7 +8,6 @@ runtime can reach and how a replay keeps it from firing again.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header
@@ -16,6 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from wop_langgraph._version import package_version
 from wop_langgraph.host import Principal
 from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.idempotency import run_idempotent
@@ -103,10 +103,7 @@ def fork_other_methods(runId: str) -> None:
 
 def effect_seams() -> dict[str, Any]:
     """The effect-seam manifest (replay.md §The effect-seam manifest)."""
-    try:
-        build = version("wop-langgraph")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        build = "0"
+    build = package_version()
     return {
         "manifestVersion": "1",
         "host": {
