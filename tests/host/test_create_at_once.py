@@ -94,10 +94,11 @@ def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(
     assert (heads(created)[0], heads(created)[-2:]) == ("WITH", ["UPDATE", "COMMIT"]), created
     # The resolution's transaction: the interrupt read (psycopg's BEGIN goes out as it runs),
     # the claim with the run's queueing and its events in one statement, the caller's lease on
-    # the run and the read of its work. Then the pass's read of its checkpoint, and the
-    # transaction of its end.
+    # the run with the reads of its work and its checkpoint. Then the transaction of the
+    # pass's end, which reads no checkpoint.
     assert heads(resolved).count("BEGIN") == 2, resolved
-    assert heads(resolved)[:7] == ["SELECT", "BEGIN", "WITH", "UPDATE", "SELECT", "COMMIT", "WITH"], resolved
+    assert heads(resolved)[:7] == ["SELECT", "BEGIN", "WITH", "UPDATE", "SELECT", "WITH", "COMMIT"], resolved
+    assert sum(text.startswith("WITH cp AS") for text in resolved) == 1, resolved  # (the fifth)
     ends = [e for e in pg_host.events(snap["runId"]) if e["type"] == "node.completed"]
     assert [e["nodeId"] for e in ends] == ["write", "review", "publish"]
 

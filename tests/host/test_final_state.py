@@ -37,19 +37,19 @@ def outputs(host: WopHost, run_id: str) -> Any:
 
 @contextmanager
 def checkpoint_reads() -> Iterator[list[int]]:
-    """Counts the checkpoints the saver reads from the database."""
+    """Counts the checkpoints the saver reads from the database (alone, or with a claim)."""
     calls = [0]
-    original = saver_ops.read_tuple
+    original = saver_ops.loaded_of
 
     def counted(*args: Any) -> Any:
         calls[0] += 1
         return original(*args)
 
-    saver_ops.read_tuple = counted
+    saver_ops.loaded_of = counted
     try:
         yield calls
     finally:
-        saver_ops.read_tuple = original
+        saver_ops.loaded_of = original
 
 
 class Private(TypedDict, total=False):
@@ -86,8 +86,8 @@ def test_a_resumed_pass_that_ran_to_its_end_reads_its_checkpoint_once(make_host:
     with checkpoint_reads() as reads:
         result = host.resolve(created["runId"], "review", ACCEPT, ALICE)
     assert result["status"] == "completed", result
-    # The driver's read before the resume pass, handed to LangGraph as its stream begins; a
-    # read of LangGraph's own and a get_state after the stream would make three.
+    # The read with the resolution's claim, handed to LangGraph as its stream begins; a read
+    # of LangGraph's own and a get_state after the stream would make three.
     assert reads[0] == 1
     config = {"configurable": {"thread_id": created["runId"]}}
     final = host.saver.get_tuple(config)

@@ -66,6 +66,18 @@ def test_a_pass_stores_its_saves_in_the_transaction_that_settles_it(
         assert len(checkpoints) >= 2 and all(piped for _, _, piped in checkpoints), checkpoints
         # The writes of the task that stopped the pass (its interrupt, its resume) go with them.
         assert all(piped for _, _, piped in saves), saves
+        # And so does the statement after them (the interrupt's read of the run's interrupts,
+        # the pass's gated end): the saves cost no round trip of their own.
+        last = max(i for i, s in enumerate(seen) if s in saves)
+        after = seen[last + 1]
+        assert after not in saves and after[2], (after, seen)
+    # The resolve's claim reads the run's open work and latest checkpoint with it, in one
+    # pipeline: the drive reads neither again.
+    reads = [i for i, s in enumerate(resolved) if s[0].startswith("WITH cp AS")]
+    assert len(reads) == 1, resolved
+    claim, work, read = resolved[reads[0] - 2 : reads[0] + 1]
+    assert claim[0].startswith("UPDATE wop_runs") and work[0].startswith("SELECT wop_interrupts"), resolved
+    assert all(in_tx and piped for _, in_tx, piped in (claim, work, read)), resolved
     ends = [e["nodeId"] for e in host.events(snap["runId"]) if e["type"] == "node.completed"]
     assert ends == ["write", "review", "publish"]
 

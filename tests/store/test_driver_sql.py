@@ -13,13 +13,20 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, String, bindparam, cast, event, select, text, update
-from sqlalchemy.exc import IntegrityError, OperationalError, StatementError
+from sqlalchemy import Connection, Engine, Integer, String, bindparam, cast, event, select, text, update
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, StatementError
+from tests.round_trips import statements
 
 from wop_langgraph._clock import as_utc
-from wop_langgraph.store._driver_sql import driver_connection, driver_statement
+from wop_langgraph.store._driver_sql import driver_connection, driver_statement, named_together
 from wop_langgraph.store.events import NewEvent, append_event_once, append_events, read_events
-from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, open_work
+from wop_langgraph.store.interrupts import (
+    InterruptRecord,
+    insert_interrupt,
+    open_work,
+    open_work_of,
+    open_work_read,
+)
 from wop_langgraph.store.run_tables import events_table, interrupts_table
 
 RUN = "acme/run-driver"
@@ -356,3 +363,54 @@ def _parses_counted(engine: Engine, parsed: list[bytes]) -> Iterator[None]:
         yield
     finally:
         _queries._query2pg, _queries._query2pg_nocache = cached, uncached  # type: ignore[assignment]
+
+
+def test_statements_run_together_answer_as_each_alone_in_one_round_trip(engine: Engine) -> None:
+    with engine.begin() as conn:
+        insert_interrupt(conn, _interrupt("t", MOMENTS[0], PAYLOADS[1]))
+    keys = driver_statement(
+        select(interrupts_table.c.key, interrupts_table.c.payload).where(
+            interrupts_table.c.run_id == bindparam("of_run")
+        )
+    )
+    consume = driver_statement(
+        update(interrupts_table)
+        .where(interrupts_table.c.run_id == bindparam("of_run"), interrupts_table.c.consumed_at.is_(None))
+        .values(consumed_at=bindparam("at", type_=interrupts_table.c.consumed_at.type))
+        .returning(interrupts_table.c.key)
+    )
+    runs = [(keys, {"of_run": RUN}), (consume, {"of_run": RUN, "at": MOMENTS[1]}), open_work_read(RUN)]
+    postgres = engine.dialect.name == "postgresql"
+    answers = []
+    for path in ("alone", "together", "sqlalchemy"):
+        with engine.begin() as conn, statements() as seen:
+            if path == "sqlalchemy":
+                event.listen(conn, "before_cursor_execute", _noop)
+            if path == "alone":
+                found = [statement.named(conn, params) for statement, params in runs]
+            else:
+                found = named_together(conn, runs)
+            answers.append(
+                (
+                    [(row.key, row.payload) for row in found[0]],
+                    [row.key for row in found[1]],
+                    open_work_of(found[2]),
+                )
+            )
+            conn.rollback()
+        if path == "together" and postgres:
+            assert [piped for *_, piped in seen] == [True, True, True], seen  # one round trip
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0][:2] == ([("key-t", PAYLOADS[1])], ["key-t"])
+
+
+def test_an_error_in_statements_run_together_fails_as_it_fails_alone(engine: Engine) -> None:
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite casts any text to a number")
+    number = driver_statement(select(cast(bindparam("text", type_=String), Integer).label("n")))
+    for runs in ([(number, {"text": "1"}), (number, {"text": "x"})], [(number, {"text": "x"})] * 2):
+        with engine.connect() as conn, conn.begin(), pytest.raises(DBAPIError) as failed:
+            named_together(conn, runs)
+        assert "invalid input syntax" in str(failed.value.orig)
+    with engine.begin() as conn:  # the connection went back to the pool usable
+        assert named_together(conn, [(number, {"text": "7"}), (number, {"text": "8"})]) == [[(7,)], [(8,)]]

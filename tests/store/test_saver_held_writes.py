@@ -10,13 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, bindparam, select
 from tests.round_trips import statements
 from tests.store.conftest import make_checkpoint, new_thread
 
 from wop_langgraph.store import SQLModelSaver
-from wop_langgraph.store.held import HeldWrite, storing
+from wop_langgraph.store._driver_sql import driver_statement
+from wop_langgraph.store.held import HeldWrite, store_ahead, stored_ahead, storing
 from wop_langgraph.store.recording import WriteBatch
+from wop_langgraph.store.run_tables import runs_table
 
 
 class Holding:
@@ -174,5 +176,56 @@ def test_a_batch_whose_recorder_stores_nothing_is_stored_unless_it_fails(db_url:
         assert saved is not None
         expected = [] if fail else [("task-2", "__interrupt__"), ("task-2", "m")]
         assert [(t, c) for t, c, _ in saved.pending_writes or []] == expected
+    finally:
+        saver.close()
+
+
+def _held_saves(saver: SQLModelSaver) -> tuple[str, list[HeldWrite]]:
+    thread = new_thread()
+    _save(saver, thread)
+    held = [write for t, _, write in saver.recorder.held if t == thread]  # type: ignore[union-attr]
+    return thread, held
+
+
+_RUNS = select(runs_table.c.run_id).where(runs_table.c.run_id == bindparam("any_run"))
+
+
+def test_saves_stored_ahead_go_with_the_next_statement_or_as_the_block_ends(db_url: str) -> None:
+    saver = SQLModelSaver.from_url(db_url, recorder=Holding())
+    saver.setup()
+    postgres = saver.engine.dialect.name == "postgresql"
+    try:
+        thread, held = _held_saves(saver)
+        with saver.engine.begin() as conn, statements() as seen, stored_ahead(conn, held):
+            assert driver_statement(_RUNS).named(conn, {"any_run": "none"}) == []
+        if postgres:  # the saves, then the statement: one pipeline
+            assert len(seen) == 4 and all(piped for *_, piped in seen), seen
+        assert saver.get_tuple(_config(thread)).checkpoint["channel_values"] == {"n": 2}  # type: ignore[union-attr]
+
+        thread, held = _held_saves(saver)
+        with saver.engine.begin() as conn, stored_ahead(conn, held):
+            pass  # no statement came: stored as the block ends
+        assert saver.get_tuple(_config(thread)) is not None
+
+        thread, held = _held_saves(saver)
+        with pytest.raises(RuntimeError), saver.engine.begin() as conn, stored_ahead(conn, held):
+            raise RuntimeError("the block failed")
+        assert saver.get_tuple(_config(thread)) is None
+        with saver.engine.begin() as conn:  # nothing left behind on the pooled connection
+            assert store_ahead(conn) == []
+    finally:
+        saver.close()
+
+
+def test_saves_stored_ahead_never_go_in_a_savepoint(db_url: str) -> None:
+    saver = SQLModelSaver.from_url(db_url, recorder=Holding())
+    saver.setup()
+    try:
+        thread, held = _held_saves(saver)
+        with saver.engine.begin() as conn, stored_ahead(conn, held):
+            savepoint = conn.begin_nested()
+            driver_statement(_RUNS).named(conn, {"any_run": "none"})
+            savepoint.rollback()  # rolls back what ran in it: the saves waited
+        assert saver.get_tuple(_config(thread)).checkpoint["channel_values"] == {"n": 2}  # type: ignore[union-attr]
     finally:
         saver.close()

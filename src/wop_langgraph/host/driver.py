@@ -270,7 +270,10 @@ class GraphDriver:
             else:
                 with reading(self.engine) as conn:
                     undelivered, pending = open_work(conn, self.run_id)
-            saved = self.graph.checkpointer.get_tuple(config)  # type: ignore[union-attr]
+            if claimed is not None and claimed.saved is not None:
+                (saved,) = claimed.saved  # likewise (nothing saves the run but its lease holder)
+            else:
+                saved = self.graph.checkpointer.get_tuple(config)  # type: ignore[union-attr]
         # Tasks of the saved step that finished already: LangGraph streams their start, but
         # does not run them again.
         self._finished_before = _finished_tasks(saved.pending_writes or []) if saved else set()
@@ -883,21 +886,22 @@ class _TaskEnds:
 
     @contextmanager
     def opening(self, conn: Connection, batch: WriteBatch) -> Iterator[None]:
-        with self._driver._held.first_in(conn) as taken:  # what is held first: what follows is later
-            if taken.held:
-                with self._guard:
-                    self._taken[id(batch)] = taken
-            try:
+        try:
+            with self._driver._held.first_in(conn) as taken:  # what is held first: what follows is later
+                if taken.held:
+                    with self._guard:
+                        self._taken[id(batch)] = taken
                 yield
-            except BaseException:
-                # The batch's transaction will not commit: hold what it took again at once (the
-                # saver may store the batch again, in a transaction that takes it anew).
-                with self._guard:
-                    dropped = self._taken.pop(id(batch), None)
-                    self._resting.pop(id(batch), None)
-                if dropped is not None:
-                    self._driver._held.settled(dropped, committed=False)
-                raise
+        except BaseException:
+            # The batch's transaction will not commit (the held saves may fail as the block
+            # ends, where they go when no statement took them): hold what it took again at
+            # once (the saver may store the batch again, in a transaction that takes it anew).
+            with self._guard:
+                dropped = self._taken.pop(id(batch), None)
+                self._resting.pop(id(batch), None)
+            if dropped is not None:
+                self._driver._held.settled(dropped, committed=False)
+            raise
 
     def record(self, conn: Connection, batch: WriteBatch) -> None:
         self._driver._record_task_end(conn, batch)

@@ -9,6 +9,7 @@ interrupt claim and the strict resume hold even if two drives of one run ever ov
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import os
@@ -116,16 +117,28 @@ class Executor:
         with one_statement(self.engine) as conn, conn.begin():
             return self.claim_in(conn, run_id)
 
-    def claim_in(self, conn: Connection, run_id: str) -> ClaimedRun | None:
-        """:meth:`claim` in the caller's transaction (the one that queued the run)."""
-        return claim_run(
+    def claim_in(
+        self, conn: Connection, run_id: str, *, with_work: bool = False, saver: object = None
+    ) -> ClaimedRun | None:
+        """:meth:`claim` in the caller's transaction (the one that queued the run);
+        ``with_work``: with the run's open work (``ClaimedRun.work``) and, read by ``saver``
+        (our saver, which the run's graph saves with), its latest checkpoint
+        (``ClaimedRun.saved``), all in one round trip on PostgreSQL."""
+        reading = getattr(saver, "reading_latest", None) if with_work else None
+        answers: list[Callable[[], Any]] = []
+        claimed = claim_run(
             conn,
             run_id,
             owner=self.owner,
             workflow_ids=self.registry.workflow_ids(),
             now=self.clock(),
             lease=self.lease,
+            with_work=with_work,
+            also=[lambda c: answers.append(reading(c, run_id))] if callable(reading) else (),
         )
+        if claimed is None or not answers:
+            return claimed
+        return dataclasses.replace(claimed, saved=(answers[0](),))
 
     # -- driving -----------------------------------------------------------------------------
 

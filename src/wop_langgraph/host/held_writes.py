@@ -26,14 +26,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, Engine
 
 from wop_langgraph.store.events import NewEvent, appended_first
-from wop_langgraph.store.held import HeldWrite, storing
+from wop_langgraph.store.held import HeldWrite, stored_ahead
 
 __all__ = ["FLUSH_AFTER_S", "HeldWrites", "Taken"]
 
@@ -96,9 +96,10 @@ class HeldWrites:
 
     @contextmanager
     def first_in(self, conn: Connection) -> Iterator[Taken]:
-        """Within the block, what is held goes first into ``conn``'s transaction: its saves at
-        once (on PostgreSQL in one pipeline), its events ahead of the block's first append to
-        the run's log, in its statement (or on their own as the block ends). Pass what it
+        """Within the block, what is held goes first into ``conn``'s transaction: its saves
+        before anything else (on PostgreSQL in the pipeline of the block's first statement),
+        its events ahead of the block's first append to the run's log, in its statement (or
+        on their own as the block ends). Pass what it
         yields to :meth:`settled` once the transaction ends."""
         with self._guard:
             if not self._guard.wait_for(lambda: self._in_flight == 0, _SETTLE_TIMEOUT_S):
@@ -106,13 +107,17 @@ class HeldWrites:
             taken, self._held = self._held, []
             if taken:
                 self._in_flight += 1
-        try:
-            storing(conn, [held.write for held in taken if held.write is not None])
-        except BaseException:
-            self.settled(Taken(taken), committed=False)
-            raise
+        writes = [held.write for held in taken if held.write is not None]
         events = [(held.event, held.at) for held in taken if held.event is not None and held.at is not None]
-        with appended_first(conn, self._run_id, events):
+        with ExitStack() as stack:
+            try:
+                # The saves go out with the block's first statement (on PostgreSQL in its
+                # pipeline), the events in its first append to the run's log.
+                stack.enter_context(stored_ahead(conn, writes))
+            except BaseException:
+                self.settled(Taken(taken), committed=False)
+                raise
+            stack.enter_context(appended_first(conn, self._run_id, events))
             yield Taken(taken)
 
     def settled(self, taken: Taken, *, committed: bool) -> None:

@@ -10,7 +10,6 @@ claim, the queue's leases and LangGraph's strict resume, never from memory.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -41,7 +40,7 @@ from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
-from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run, open_work
+from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
 from wop_langgraph.store.run_queue import (
     CANCEL_CHANNEL,
     QUEUE_CHANNEL,
@@ -449,7 +448,7 @@ class WopHost:
         """
         # A caller that waits takes the lease where the decision queues the run, and drives it
         # without a claim of its own.
-        lease = _LeaseAtDecision(self.executor) if wait else None
+        lease = _LeaseAtDecision(self.executor, self.saver) if wait else None
         try:
             result = self._resolver.resolve(
                 run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key, hook=lease
@@ -630,16 +629,17 @@ class _LeaseAtDecision:
     and a worker continues the run.)
     """
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: Executor, saver: object) -> None:
         self._executor = executor
+        self._saver = saver
         self._taken: ClaimedRun | None = None
         self.claimed: ClaimedRun | None = None
         self.hold: DriveSignal | None = None
 
     def queued(self, conn: Connection, run_id: str) -> None:
-        taken = self._executor.claim_in(conn, run_id)
-        if taken is not None:  # with the work the drive is to deliver, read here too
-            self._taken = dataclasses.replace(taken, work=open_work(conn, run_id))
+        # With the work the drive is to deliver and the checkpoint it continues from, read
+        # here too (in one round trip with the claim).
+        self._taken = self._executor.claim_in(conn, run_id, with_work=True, saver=self._saver)
 
     def committed(self) -> None:
         if self._taken is not None:

@@ -53,8 +53,9 @@ from sqlalchemy.sql import ClauseElement, Executable
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from wop_langgraph.store.engine import watches_statements
+from wop_langgraph.store.held import HeldWrite, store_ahead, storing
 
-__all__ = ["DriverStatement", "driver_connection", "driver_statement"]
+__all__ = ["DriverStatement", "driver_connection", "driver_statement", "named_together"]
 
 _Bind = Callable[[Mapping[str, Any]], Sequence[Any] | dict[str, Any]]
 
@@ -147,6 +148,7 @@ class DriverStatement:
         if len(params) == 1:
             self.rows(conn, params[0])
             return
+        storing(conn, store_ahead(conn))  # (a batch is not pipelined: what waits goes first)
         driver = driver_connection(conn)
         if driver is None:
             conn.execute(self.statement, params)
@@ -168,9 +170,10 @@ class DriverStatement:
         (converted) and its rowcount; ``None`` when SQLAlchemy must run it (nothing ran)."""
         driver = driver_connection(conn)
         if driver is None:
+            storing(conn, store_ahead(conn))  # SQLAlchemy runs it: what waits goes first
             return None
         compiled = self._for(conn.dialect)
-        found, count = _run(conn, driver, compiled, params)
+        found, count = _run(conn, driver, compiled, params, store_ahead(conn))
         return compiled, found, count
 
     def _for(self, dialect: Dialect) -> _Compiled:
@@ -190,15 +193,83 @@ def driver_statement(statement: Executable) -> DriverStatement:
     return DriverStatement(statement)
 
 
+def named_together(
+    conn: Connection,
+    runs: Sequence[tuple[DriverStatement, Mapping[str, Any]]],
+    *,
+    also: Sequence[Callable[[Connection], None]] = (),
+) -> list[list[Any]]:
+    """Run each statement with its parameters, in order, in ``conn``'s transaction; each one's
+    rows as :meth:`DriverStatement.named` gives them.
+
+    On PostgreSQL's driver they go out in one pipeline: one round trip for them all (with the
+    saves waiting to go ahead, :func:`~wop_langgraph.store.held.stored_ahead`). For statements
+    none of which needs another's result; an error in one stops those after it (the
+    transaction is failed anyway). ``also``: more statements sent after them, each by a
+    function that runs it on ``conn``'s driver connection and keeps its cursor, to read once
+    this returns.
+    """
+    driver = driver_connection(conn)
+    if driver is None or conn.dialect.name != "postgresql" or len(runs) + len(also) < 2:
+        named = [statement.named(conn, params) for statement, params in runs]
+        for send in also:
+            send(conn)
+        return named
+    compiled = [(statement._for(conn.dialect), params) for statement, params in runs]
+    if any(c.row is None for c, _ in compiled):
+        raise ValueError("a statement's result columns are not all identifiers")
+    bound = [_bind(conn, c, params) for c, params in compiled]
+    ahead = store_ahead(conn)
+    cursors: list[Any] = []
+    try:
+        with driver.pipeline():  # its end sends them all and waits for every result
+            for write in ahead:
+                write(conn)
+            for (c, _), values in zip(compiled, bound, strict=True):
+                cursors.append(c.cursor(driver))
+                cursors[-1].execute(c.text, values)
+            for send in also:
+                send(conn)
+        pairs = zip(cursors, compiled, strict=True)
+        found = [cursor.fetchall() if c.keys else [] for cursor, (c, _) in pairs]
+        for cursor in cursors:
+            cursor.close()
+    except BaseException as exc:
+        for cursor in cursors:
+            with suppress(Exception):  # the original error is the one to report
+                cursor.close()
+        _fail(conn, exc, compiled[max(len(cursors) - 1, 0)][0].text, None, None)
+    named = []
+    for (c, _), rows in zip(compiled, found, strict=True):
+        if c.convert is not None:
+            rows = [c.convert(row) for row in rows]
+        named.append([c.row._make(row) for row in rows])
+    return named
+
+
 def _run(
-    conn: Connection, driver: Any, compiled: _Compiled, params: Mapping[str, Any]
+    conn: Connection,
+    driver: Any,
+    compiled: _Compiled,
+    params: Mapping[str, Any],
+    ahead: Sequence[HeldWrite] = (),
 ) -> tuple[Sequence[Sequence[Any]], int]:
-    """Execute on ``driver``: the rows (converted as SQLAlchemy would) and the rowcount."""
+    """Execute on ``driver``: the rows (converted as SQLAlchemy would) and the rowcount.
+
+    ``ahead`` (saves waiting for this statement, see
+    :func:`~wop_langgraph.store.held.stored_ahead`) go first, in one pipeline with it."""
     bound = _bind(conn, compiled, params)
     cursor = None
     try:
         cursor = compiled.cursor(driver)
-        cursor.execute(compiled.text, bound)
+        if ahead:
+            # One round trip: the pipeline's end sends them all and waits for every result.
+            with driver.pipeline():
+                for write in ahead:
+                    write(conn)
+                cursor.execute(compiled.text, bound)
+        else:
+            cursor.execute(compiled.text, bound)
         # (not ``cursor.description``: psycopg builds a column object per column to answer it)
         found = cursor.fetchall() if compiled.keys else []
         count = cursor.rowcount

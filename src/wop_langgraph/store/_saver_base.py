@@ -202,6 +202,25 @@ class SaverBase(BaseCheckpointSaver[str]):
         loaded = self._run(_READ_ONE, "get_tuple", ops.read_tuple, thread_id, checkpoint_ns, checkpoint_id)
         return None if loaded is None else self._codec.checkpoint_tuple(*loaded)
 
+    def reading_latest(self, conn: Connection, thread_id: str) -> Callable[[], CheckpointTuple | None]:
+        """Send the read of ``thread_id``'s latest top-level checkpoint in ``conn``'s open
+        transaction (in the pipeline open there, if one is) and return the function that
+        answers it (as :meth:`get_tuple` would) once the statement's results are in.
+
+        For a caller that reads it with other statements in one round trip, in the
+        transaction that takes the run's lease, then hands it to the drive
+        (:meth:`handing_over`).
+        """
+        self._check_open("get_tuple")
+        tx = Tx(conn.connection.driver_connection, conn, binary=self._sql.postgres)
+        cursor = tx.execute(self._sql.read_latest, {"tid": thread_id, "ns": ""})
+
+        def answer() -> CheckpointTuple | None:
+            loaded = ops.loaded_of(cursor.fetchall())
+            return None if loaded is None else self._codec.checkpoint_tuple(*loaded)
+
+        return answer
+
     @contextmanager
     def handing_over(self, config: RunnableConfig, saved: CheckpointTuple | None) -> Iterator[None]:
         """Within the block, the first read of the latest checkpoint of ``config``'s thread and

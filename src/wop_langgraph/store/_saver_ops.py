@@ -26,6 +26,7 @@ __all__ = [
     "copy_thread",
     "delete_runs",
     "delete_thread",
+    "loaded_of",
     "prune",
     "read_page",
     "read_tuple",
@@ -49,6 +50,11 @@ def read_tuple(
         found = tx.rows(sql.read_latest, {"tid": thread_id, "ns": checkpoint_ns})
     else:
         found = tx.rows(sql.read_by_id, {"tid": thread_id, "ns": checkpoint_ns, "cid": checkpoint_id})
+    return loaded_of(found)
+
+
+def loaded_of(found: Sequence[Sequence[Any]]) -> Loaded | None:
+    """What :func:`read_tuple` returns, from the rows of its statement."""
     checkpoint = [r for r in found if r[0] == 0]
     if not checkpoint:
         return None

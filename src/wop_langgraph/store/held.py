@@ -4,20 +4,26 @@ A saver that is told to hold a save (a checkpoint, a task's writes) hands over a
 :data:`HeldWrite`: the save's statements, ready to run on whichever connection's transaction
 takes it. :func:`storing` runs several of them in one go: on PostgreSQL in one pipeline (one
 round trip for all of them, however many), elsewhere one after the other. A save made in that
-transaction itself can go with them (:func:`stored_with_held`).
+transaction itself can go with them (:func:`stored_with_held`). :func:`stored_ahead` goes
+further on PostgreSQL: the saves wait for the next statement run on the driver in that
+transaction (a :class:`~wop_langgraph.store._driver_sql.DriverStatement`) and go in its
+pipeline, so the saves cost no round trip of their own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import cast
 
 from sqlalchemy import Connection
 
-__all__ = ["HeldWrite", "stored_with_held", "storing"]
+__all__ = ["HeldWrite", "store_ahead", "stored_ahead", "stored_with_held", "storing"]
 
 #: ``conn.info`` key: a save of the transaction waiting to go with what :func:`storing` stores.
 _JOINING_KEY = "wop_held_joining"
+#: ``conn.info`` key: saves waiting to go out with the transaction's next driver statement.
+_AHEAD_KEY = "wop_held_ahead"
 
 #: A save's statements, run inside the transaction of the connection given. It reads no result
 #: back: on PostgreSQL its statements go out in a pipeline, whose results arrive at its end.
@@ -57,3 +63,40 @@ def stored_with_held(conn: Connection, write: HeldWrite) -> Iterator[None]:
         left = conn.info.pop(_JOINING_KEY, None)
     if left is not None:
         left(conn)
+
+
+@contextmanager
+def stored_ahead(conn: Connection, writes: Sequence[HeldWrite]) -> Iterator[None]:
+    """:func:`storing` of ``writes``, on PostgreSQL sent with the block's next statement.
+
+    Within the block, the first statement run on the driver in ``conn``'s transaction sends
+    ``writes`` (and a save waiting to go with them, :func:`stored_with_held`) ahead of itself
+    in one pipeline: one round trip for them all, and ``BEGIN``. Whatever is left is stored
+    as the block ends. If the block raises, nothing left runs (the caller rolls back).
+    Elsewhere (SQLite) they are stored at once, as :func:`storing` does.
+    """
+    joining = conn.info.pop(_JOINING_KEY, None)
+    if joining is not None:
+        writes = [*writes, joining]
+    if conn.dialect.name != "postgresql" or not writes:
+        storing(conn, writes)
+        yield
+        return
+    # (``conn.info`` outlives the checkout: whatever happens, nothing is left in it.)
+    conn.info[_AHEAD_KEY] = list(writes)
+    try:
+        yield
+    finally:
+        left = conn.info.pop(_AHEAD_KEY, None)
+    if left:
+        storing(conn, left)
+
+
+def store_ahead(conn: Connection) -> list[HeldWrite]:
+    """What waits to go ahead of ``conn``'s next statement (:func:`stored_ahead`), taken: the
+    caller runs it, in its own pipeline before its statement. Empty when nothing waits, and
+    inside a savepoint (whose rollback would undo the saves: they wait for the block's end)."""
+    info = conn.info
+    if _AHEAD_KEY not in info or conn.in_nested_transaction():
+        return []
+    return cast(list[HeldWrite], info.pop(_AHEAD_KEY))

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from wop_langgraph.store._driver_sql import driver_statement
+from wop_langgraph.store._driver_sql import DriverStatement, driver_statement
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
 
 __all__ = [
@@ -300,8 +300,18 @@ def resolved_unconsumed(conn: Connection, run_id: str | None = None) -> list[Int
 def open_work(conn: Connection, run_id: str) -> tuple[list[InterruptRecord], list[InterruptRecord]]:
     """The run's undelivered resolutions (as :func:`resolved_unconsumed`) and its pending
     interrupts (as :func:`interrupts_of_run` with ``statuses=["pending"]``), in one read."""
-    found = driver_statement(_open_work_statement()).mappings(conn, {"of_run": run_id})
-    records = [_record(row) for row in found]
+    statement, params = open_work_read(run_id)
+    return open_work_of(statement.named(conn, params))
+
+
+def open_work_read(run_id: str) -> tuple[DriverStatement, dict[str, Any]]:
+    """The read of :func:`open_work`, to run with others (``named_together``)."""
+    return driver_statement(_open_work_statement()), {"of_run": run_id}
+
+
+def open_work_of(found: Sequence[Any]) -> tuple[list[InterruptRecord], list[InterruptRecord]]:
+    """:func:`open_work` of the rows of :func:`open_work_read` (named rows)."""
+    records = [_record(row._asdict()) for row in found]
     undelivered = sorted(
         (r for r in records if r.status != "pending"),
         key=lambda r: r.resolved_at.timestamp() if r.resolved_at else 0.0,

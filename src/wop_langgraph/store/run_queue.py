@@ -16,7 +16,7 @@ and on PostgreSQL every enqueue sends a ``NOTIFY`` on :data:`QUEUE_CHANNEL` at c
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -35,8 +35,8 @@ from sqlalchemy import (
     update,
 )
 
-from wop_langgraph.store._driver_sql import driver_statement
-from wop_langgraph.store.interrupts import InterruptRecord
+from wop_langgraph.store._driver_sql import driver_statement, named_together
+from wop_langgraph.store.interrupts import InterruptRecord, open_work_of, open_work_read
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import unfinished
 
@@ -92,7 +92,7 @@ class ClaimedRun:
     on. ``fresh``: the run was created with this claim, so it has no checkpoint and no
     interrupt yet (its first pass reads neither). ``work``: the run's open work (as
     :func:`~wop_langgraph.store.interrupts.open_work` returns it), read in the transaction that
-    took the claim, for the first pass not to read it again.
+    took the claim, for the first pass not to read it again; ``saved`` likewise.
     """
 
     claim: Claim
@@ -102,6 +102,9 @@ class ClaimedRun:
     configurable: Any
     fresh: bool = False
     work: tuple[list[InterruptRecord], list[InterruptRecord]] | None = None
+    #: ``(checkpoint,)``: the run's latest checkpoint (a ``CheckpointTuple``, ``None`` if it
+    #: has none), read in the transaction that took the claim; ``None``: not read.
+    saved: tuple[Any] | None = None
 
 
 def notify(conn: Connection, channel: str, payload: str) -> None:
@@ -213,9 +216,16 @@ def claim_run(
     workflow_ids: Collection[str],
     now: datetime,
     lease: timedelta,
+    with_work: bool = False,
+    also: Sequence[Callable[[Connection], None]] = (),
 ) -> ClaimedRun | None:
     """Lease ``run_id`` if it is queued, nobody holds it and its workflow is one of
-    ``workflow_ids``; ``None`` otherwise."""
+    ``workflow_ids``; ``None`` otherwise.
+
+    ``with_work``: the claim carries the run's open work as well (``ClaimedRun.work``), read
+    with the claim, and ``also`` sends more reads with them (on PostgreSQL all in one round
+    trip; see :func:`~wop_langgraph.store._driver_sql.named_together`).
+    """
     if not workflow_ids:
         return None
     params = {
@@ -225,7 +235,13 @@ def claim_run(
         "take_until": now + lease,
     }
     params.update({f"take_wf_{i}": workflow_id for i, workflow_id in enumerate(workflow_ids)})
-    rows = driver_statement(_take_statement(len(workflow_ids))).named(conn, params)
+    take = driver_statement(_take_statement(len(workflow_ids)))
+    work = None
+    if with_work:  # (read whether or not the claim succeeds: a row or two, no lock)
+        rows, found = named_together(conn, [(take, params), open_work_read(run_id)], also=also)
+        work = open_work_of(found)
+    else:
+        rows = take.named(conn, params)
     if not rows:
         return None
     row = rows[0]
@@ -235,6 +251,7 @@ def claim_run(
         status=str(row.status),
         inputs=row.inputs,
         configurable=row.configurable,
+        work=work,
     )
 
 
