@@ -71,13 +71,15 @@ def test_a_pass_stores_its_saves_in_the_transaction_that_settles_it(
         last = max(i for i, s in enumerate(seen) if s in saves)
         after = seen[last + 1]
         assert after not in saves and after[2], (after, seen)
-    # The resolve's claim reads the run's open work and latest checkpoint with it, in one
-    # pipeline: the drive reads neither again.
+    # The statement that decides the gate and queues the run, then the caller's claim of the
+    # run with the reads of its open work and latest checkpoint, in one pipeline: the drive
+    # reads neither again.
     reads = [i for i, s in enumerate(resolved) if s[0].startswith("WITH cp AS")]
     assert len(reads) == 1, resolved
-    claim, work, read = resolved[reads[0] - 2 : reads[0] + 1]
+    decision, claim, work, read = resolved[reads[0] - 3 : reads[0] + 1]
+    assert decision[0].startswith("WITH") and "wop_events" in decision[0], resolved
     assert claim[0].startswith("UPDATE wop_runs") and work[0].startswith("SELECT wop_interrupts"), resolved
-    assert all(in_tx and piped for _, in_tx, piped in (claim, work, read)), resolved
+    assert all(in_tx and piped for _, in_tx, piped in (decision, claim, work, read)), resolved
     ends = [e["nodeId"] for e in host.events(snap["runId"]) if e["type"] == "node.completed"]
     assert ends == ["write", "review", "publish"]
 

@@ -28,6 +28,7 @@ from wop_langgraph.host.held_writes import HeldWrites
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ReplayRecord
 from wop_langgraph.nodes._context import RunContext
+from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
 from wop_langgraph.store.run_queue import (
@@ -37,7 +38,9 @@ from wop_langgraph.store.run_queue import (
     any_claimable,
     cancelled_leases,
     claim_next,
+    claim_reads,
     claim_run,
+    claimed_from,
     notify,
     queued,
     renew,
@@ -117,28 +120,33 @@ class Executor:
         with one_statement(self.engine) as conn, conn.begin():
             return self.claim_in(conn, run_id)
 
-    def claim_in(
-        self, conn: Connection, run_id: str, *, with_work: bool = False, saver: object = None
-    ) -> ClaimedRun | None:
-        """:meth:`claim` in the caller's transaction (the one that queued the run);
-        ``with_work``: with the run's open work (``ClaimedRun.work``) and, read by ``saver``
-        (our saver, which the run's graph saves with), its latest checkpoint
-        (``ClaimedRun.saved``), all in one round trip on PostgreSQL."""
-        reading = getattr(saver, "reading_latest", None) if with_work else None
-        answers: list[Callable[[], Any]] = []
-        claimed = claim_run(
+    def claim_in(self, conn: Connection, run_id: str) -> ClaimedRun | None:
+        """:meth:`claim` in the caller's transaction (the one that queued the run)."""
+        return claim_run(
             conn,
             run_id,
             owner=self.owner,
             workflow_ids=self.registry.workflow_ids(),
             now=self.clock(),
             lease=self.lease,
-            with_work=with_work,
-            also=[lambda c: answers.append(reading(c, run_id))] if callable(reading) else (),
         )
-        if claimed is None or not answers:
-            return claimed
-        return dataclasses.replace(claimed, saved=(answers[0](),))
+
+    def claim_reads(self, run_id: str, saver: object = None) -> PendingClaim | None:
+        """:meth:`claim` of ``run_id`` as reads to run in the caller's transaction, after the
+        statement that queues the run (in its round trip on PostgreSQL), with the run's open
+        work and, read by ``saver`` (our saver, which the run's graph saves with), its latest
+        checkpoint; ``None``: nothing to claim here."""
+        reading = getattr(saver, "reading_latest", None)
+        answers: list[Callable[[], Any]] = []
+        reads = claim_reads(
+            run_id,
+            owner=self.owner,
+            workflow_ids=self.registry.workflow_ids(),
+            now=self.clock(),
+            lease=self.lease,
+            also=[lambda conn: answers.append(reading(conn, run_id))] if callable(reading) else (),
+        )
+        return None if reads is None else PendingClaim(run_id, self.owner, reads, answers)
 
     # -- driving -----------------------------------------------------------------------------
 
@@ -429,3 +437,22 @@ def run_option(configurable: Any, name: str) -> Any:
         return None
     section = configurable.get("run")
     return section.get(name) if isinstance(section, Mapping) else None
+
+
+@dataclass(frozen=True)
+class PendingClaim:
+    """A claim's reads (:meth:`Executor.claim_reads`), and what they took once they ran."""
+
+    run_id: str
+    owner: str
+    reads: Reads
+    #: The answer of the checkpoint read sent with them, if one was.
+    answers: list[Callable[[], Any]]
+
+    def claimed(self) -> ClaimedRun | None:
+        """The claim taken (``None``: not queued, or held by another), with the run's open work
+        and latest checkpoint."""
+        claimed = claimed_from(self.run_id, self.owner, self.reads)
+        if claimed is None or not self.answers:
+            return claimed
+        return dataclasses.replace(claimed, saved=(self.answers[0](),))

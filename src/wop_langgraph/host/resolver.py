@@ -37,6 +37,7 @@ from wop_langgraph.protocol.errors import (
 )
 from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally
 from wop_langgraph.store import idempotency
+from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, append_events_if
 from wop_langgraph.store.interrupts import (
@@ -56,6 +57,10 @@ __all__ = ["IDEMPOTENCY_KEY_PATTERN", "EnqueueHook", "Resolver"]
 
 class EnqueueHook(Protocol):
     """What a caller does where a resolution queues the run (to drive it without a claim)."""
+
+    def reads(self, run_id: str) -> Reads | None:
+        """Reads to run right after the statement that will queue ``run_id`` (in its round trip
+        on PostgreSQL), whatever it finds; :meth:`queued` then has their rows."""
 
     def queued(self, conn: Connection, run_id: str) -> None:
         """Inside the transaction that queued ``run_id`` (it may still roll back)."""
@@ -282,7 +287,8 @@ class Resolver:
         if parsed is not None and parsed.action == "ask":
             return False, None  # a question decides nothing (a late one timed out above)
         if parsed is None:
-            _claim_in(conn, current, resume_value, {}, principal.subject(), now)
+            then = None if hook is None else hook.reads(current.run_id)
+            _claim_in(conn, current, resume_value, {}, principal.subject(), now, then=then)
             _queued(conn, current.run_id, hook)
             return True, "running"
         data = current.payload["data"]
@@ -303,7 +309,10 @@ class Resolver:
             set_votes(conn, current.interrupt_id, recorded)
             return False, None
         resolution = approval_resolution(outcome, parsed)
-        _claim_in(conn, current, resume_value, resolution, principal.subject(), now, votes=recorded)
+        then = None if hook is None else hook.reads(current.run_id)
+        _claim_in(
+            conn, current, resume_value, resolution, principal.subject(), now, votes=recorded, then=then
+        )
         _queued(conn, current.run_id, hook)
         return True, "running"
 
@@ -345,10 +354,12 @@ def _claim_in(
     *,
     status: str = "resolved",
     votes: list[dict[str, Any]] | None = None,
+    then: Reads | None = None,
 ) -> None:
     """Claim (pending -> resolved|expired), with the deciding ``votes`` if given, put the run
     on the queue (``running``: its graph moves again) and append the resolution events, in
-    ``conn``; the claim, the queueing and the events are one statement on PostgreSQL.
+    ``conn``; the claim, the queueing and the events are one statement on PostgreSQL (and
+    ``then``'s reads go in its round trip).
 
     Raises:
         InterruptAlreadyResolved: another caller claimed it first.
@@ -390,7 +401,10 @@ def _claim_in(
     queueing = enqueue_write(conn, target.run_id, now=now, running=True)
     # The claim gates the events (one statement on PostgreSQL); a lost claim raises, and the
     # caller's transaction takes the queueing back.
-    if append_events_if(conn, target.run_id, events, now=now, gate=claiming, leading=queueing) is None:
+    if (
+        append_events_if(conn, target.run_id, events, now=now, gate=claiming, leading=queueing, then=then)
+        is None
+    ):
         raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
 
 

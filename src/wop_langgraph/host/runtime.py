@@ -23,7 +23,7 @@ from sqlalchemy import Connection, Engine, bindparam, func, select, update
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.adapters.policy import ApprovalPolicy
 from wop_langgraph.host.driver import DriveSignal, jsonable
-from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, RunOptions, run_option
+from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, PendingClaim, RunOptions, run_option
 from wop_langgraph.host.foreground import Foreground
 from wop_langgraph.host.fork import fork_run
 from wop_langgraph.host.principal import MembershipResolver, Principal
@@ -37,6 +37,7 @@ from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, Ru
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
+from wop_langgraph.store._driver_sql import Reads, named_together
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
@@ -632,14 +633,26 @@ class _LeaseAtDecision:
     def __init__(self, executor: Executor, saver: object) -> None:
         self._executor = executor
         self._saver = saver
+        self._pending: PendingClaim | None = None
         self._taken: ClaimedRun | None = None
         self.claimed: ClaimedRun | None = None
         self.hold: DriveSignal | None = None
 
+    def reads(self, run_id: str) -> Reads | None:
+        # The claim, with the work the drive is to deliver and the checkpoint it continues
+        # from, read in the round trip of the statement that queues the run.
+        self._pending = self._executor.claim_reads(run_id, self._saver)
+        return None if self._pending is None else self._pending.reads
+
     def queued(self, conn: Connection, run_id: str) -> None:
-        # With the work the drive is to deliver and the checkpoint it continues from, read
-        # here too (in one round trip with the claim).
-        self._taken = self._executor.claim_in(conn, run_id, with_work=True, saver=self._saver)
+        pending, self._pending = self._pending, None
+        if pending is None or pending.run_id != run_id:
+            pending = self._executor.claim_reads(run_id, self._saver)
+            if pending is None:
+                return
+        if pending.reads.rows is None:  # not run with the statement that queued the run
+            pending.reads.rows = named_together(conn, pending.reads.runs, also=pending.reads.also)
+        self._taken = pending.claimed()
 
     def committed(self) -> None:
         if self._taken is not None:

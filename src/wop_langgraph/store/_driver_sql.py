@@ -55,7 +55,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from wop_langgraph.store.engine import watches_statements
 from wop_langgraph.store.held import HeldWrite, store_ahead, storing
 
-__all__ = ["DriverStatement", "driver_connection", "driver_statement", "named_together"]
+__all__ = ["DriverStatement", "Reads", "driver_connection", "driver_statement", "named_together"]
 
 _Bind = Callable[[Mapping[str, Any]], Sequence[Any] | dict[str, Any]]
 
@@ -191,6 +191,17 @@ class DriverStatement:
 def driver_statement(statement: Executable) -> DriverStatement:
     """The shared :class:`DriverStatement` of ``statement`` (a construct cached by its builder)."""
     return DriverStatement(statement)
+
+
+@dataclass(slots=True)
+class Reads:
+    """Statements to run with another one, in its round trip (see :func:`named_together`):
+    statements with their parameters, and more sent by functions (``also``); ``rows``, each
+    statement's as :meth:`DriverStatement.named` gives them, once they ran."""
+
+    runs: Sequence[tuple[DriverStatement, Mapping[str, Any]]]
+    also: Sequence[Callable[[Connection], None]] = ()
+    rows: list[list[Any]] | None = None
 
 
 def named_together(

@@ -23,6 +23,7 @@ from sqlalchemy import Connection, Integer, bindparam, false, func, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import iso_z
+from wop_langgraph.store._driver_sql import Reads, named_together
 from wop_langgraph.store._driver_sql import driver_statement as _driver
 from wop_langgraph.store.appended import APPENDED_KEY, EVENTS_CHANNEL
 from wop_langgraph.store.run_tables import event_counters_table, events_table
@@ -168,9 +169,12 @@ def append_events_if(
     close: bool = False,
     leading: Leading | None = None,
     staged_first: bool = False,
+    then: Reads | None = None,
 ) -> Any:
     """Run ``leading``, then ``gate`` (a write returning at most one row, named columns), and
     append ``events`` only if ``gate`` returned its row; returns that row, or ``None``.
+    ``then``: reads run right after, whatever the gate found (on PostgreSQL in the same round
+    trip), their rows left in ``then.rows``.
 
     On PostgreSQL all of it is one statement (``WITH``s of the writes, the counter bump
     reading ``gate``'s row): one round trip, which a caller may run in autocommit. The gate
@@ -192,6 +196,8 @@ def append_events_if(
         row = next(iter(_driver(gate[0]).named(conn, gate[1])), None)
         if row is not None:
             append_events(conn, run_id, events, now=now, close=close)
+        if then is not None:
+            then.rows = named_together(conn, then.runs, also=then.also)
         return row
     once = len(timed)
     timed += [(event, now) for event in events]
@@ -203,7 +209,10 @@ def append_events_if(
     statement = _gated_append_statement(
         len(timed), close, run_id not in announced, gate[0], None if leading is None else leading[0], once
     )
-    found = _driver(statement).named(conn, params)
+    if then is None:
+        found = _driver(statement).named(conn, params)
+    else:
+        found, *then.rows = named_together(conn, [(_driver(statement), params), *then.runs], also=then.also)
     if not found:
         return None
     row = found[0]

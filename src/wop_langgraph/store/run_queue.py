@@ -15,6 +15,7 @@ and on PostgreSQL every enqueue sends a ``NOTIFY`` on :data:`QUEUE_CHANNEL` at c
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from sqlalchemy import (
     update,
 )
 
-from wop_langgraph.store._driver_sql import driver_statement, named_together
+from wop_langgraph.store._driver_sql import Reads, driver_statement
 from wop_langgraph.store.interrupts import InterruptRecord, open_work_of, open_work_read
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import unfinished
@@ -48,7 +49,9 @@ __all__ = [
     "any_claimable",
     "cancelled_leases",
     "claim_next",
+    "claim_reads",
     "claim_run",
+    "claimed_from",
     "created_queued",
     "enqueue",
     "finish",
@@ -216,32 +219,55 @@ def claim_run(
     workflow_ids: Collection[str],
     now: datetime,
     lease: timedelta,
-    with_work: bool = False,
-    also: Sequence[Callable[[Connection], None]] = (),
 ) -> ClaimedRun | None:
     """Lease ``run_id`` if it is queued, nobody holds it and its workflow is one of
-    ``workflow_ids``; ``None`` otherwise.
-
-    ``with_work``: the claim carries the run's open work as well (``ClaimedRun.work``), read
-    with the claim, and ``also`` sends more reads with them (on PostgreSQL all in one round
-    trip; see :func:`~wop_langgraph.store._driver_sql.named_together`).
-    """
+    ``workflow_ids``; ``None`` otherwise."""
     if not workflow_ids:
         return None
-    params = {
-        "take_run_id": run_id,
-        "take_now": now,
-        "take_owner": owner,
-        "take_until": now + lease,
-    }
-    params.update({f"take_wf_{i}": workflow_id for i, workflow_id in enumerate(workflow_ids)})
+    rows = driver_statement(_take_statement(len(workflow_ids))).named(
+        conn, _take_params(run_id, owner, workflow_ids, now, lease)
+    )
+    return _claimed(run_id, owner, rows)
+
+
+def claim_reads(
+    run_id: str,
+    *,
+    owner: str,
+    workflow_ids: Collection[str],
+    now: datetime,
+    lease: timedelta,
+    also: Sequence[Callable[[Connection], None]] = (),
+) -> Reads | None:
+    """:func:`claim_run` with the read of the run's open work (and ``also``), as reads to run
+    in one round trip, on their own (``named_together``) or after the statement that queues
+    the run; :func:`claimed_from` then tells what they took. ``None``: nothing to claim."""
+    if not workflow_ids:
+        return None
     take = driver_statement(_take_statement(len(workflow_ids)))
-    work = None
-    if with_work:  # (read whether or not the claim succeeds: a row or two, no lock)
-        rows, found = named_together(conn, [(take, params), open_work_read(run_id)], also=also)
-        work = open_work_of(found)
-    else:
-        rows = take.named(conn, params)
+    # (the work is read whether or not the claim succeeds: a row or two, no lock)
+    return Reads(
+        [(take, _take_params(run_id, owner, workflow_ids, now, lease)), open_work_read(run_id)], also
+    )
+
+
+def claimed_from(run_id: str, owner: str, reads: Reads) -> ClaimedRun | None:
+    """The claim that :func:`claim_reads`' ``reads`` took (they ran), with the run's open work."""
+    assert reads.rows is not None, "the claim's reads have not run"
+    rows, found = reads.rows[:2]
+    claimed = _claimed(run_id, owner, rows)
+    return None if claimed is None else dataclasses.replace(claimed, work=open_work_of(found))
+
+
+def _take_params(
+    run_id: str, owner: str, workflow_ids: Collection[str], now: datetime, lease: timedelta
+) -> dict[str, Any]:
+    params = {"take_run_id": run_id, "take_now": now, "take_owner": owner, "take_until": now + lease}
+    params.update({f"take_wf_{i}": workflow_id for i, workflow_id in enumerate(workflow_ids)})
+    return params
+
+
+def _claimed(run_id: str, owner: str, rows: list[Any]) -> ClaimedRun | None:
     if not rows:
         return None
     row = rows[0]
@@ -251,7 +277,6 @@ def claim_run(
         status=str(row.status),
         inputs=row.inputs,
         configurable=row.configurable,
-        work=work,
     )
 
 
