@@ -99,8 +99,8 @@ class HeldWrites:
         """Within the block, what is held goes first into ``conn``'s transaction: its saves
         before anything else (on PostgreSQL in the pipeline of the block's first statement),
         its events ahead of the block's first append to the run's log, in its statement (or
-        on their own as the block ends). Pass what it
-        yields to :meth:`settled` once the transaction ends."""
+        on their own as the block ends). Pass what it yields to :meth:`settled` once the
+        transaction ends."""
         with self._guard:
             if not self._guard.wait_for(lambda: self._in_flight == 0, _SETTLE_TIMEOUT_S):
                 _log.warning("run %s: a transaction storing what was held did not settle", self._run_id)
