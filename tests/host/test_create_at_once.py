@@ -92,6 +92,9 @@ def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(
     # run to rest as it ends: nothing follows its COMMIT.
     assert heads(created).count("BEGIN") == 1, created
     assert (heads(created)[0], heads(created)[-2:]) == ("WITH", ["UPDATE", "COMMIT"]), created
+    # The interrupt's insert, the run's wait and the events that tell of them: one statement.
+    (recorded,) = [text for text in created if "INSERT INTO wop_interrupts" in text]
+    assert recorded.startswith("WITH") and "INSERT INTO wop_events" in recorded, created
     # The resolution's transaction: the interrupt read (psycopg's BEGIN goes out as it runs),
     # the claim with the run's queueing and its events in one statement, the caller's lease on
     # the run with the reads of its work and its checkpoint. Then the transaction of the

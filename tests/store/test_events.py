@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, bindparam, event, select
+from sqlalchemy import Boolean, Engine, bindparam, event, literal_column, select
 from tests.official import validate_event
 from tests.round_trips import round_trips
 from tests.store._workers import BARRIER_TIMEOUT_S, append_worker, run_in_processes
@@ -25,6 +25,7 @@ from wop_langgraph.store.events import (
     RunLogClosed,
     append_event_once,
     append_events,
+    append_events_if,
     appended_first,
     last_sequence,
     read_events,
@@ -577,3 +578,26 @@ def test_a_riding_write_no_append_took_is_left_to_the_caller(engine: Engine) -> 
         append_events(conn, RUN, [log(1)], now=NOW)  # after the block: nothing rides
     assert _run_rows(engine, RUN) == 0
     assert sequences(engine, RUN) == [0]
+
+
+def test_a_gated_append_that_logs_nothing_leaves_what_was_staged_to_the_next_append(engine: Engine) -> None:
+    if engine.dialect.name != "postgresql":
+        pytest.skip("staged events go in the gated statement on PostgreSQL only")
+    gate = select(literal_column("1").label("ok")).where(bindparam("open_gate", type_=Boolean))
+    replayed = log(1)
+    append(engine, RUN, [log(0), log(1)])
+    append(engine, OTHER_RUN, [log(0), replayed])
+    # The gate finds nothing: nothing is logged, and the staged go with the next append.
+    with engine.begin() as conn, appended_first(conn, RUN, [(log(2), NOW)]):
+        shut = (gate, {"open_gate": False})
+        assert append_events_if(conn, RUN, [log(9)], now=NOW, gate=shut, staged_first=True) is None
+        append_events(conn, RUN, [log(3)], now=NOW)
+    # A staged event was logged already (a replay): nothing is logged, RunLogClosed says so,
+    # and the usual append logs the rest.
+    with engine.begin() as conn, appended_first(conn, OTHER_RUN, [(replayed, NOW), (log(2), NOW)]):
+        opened = (gate, {"open_gate": True})
+        with pytest.raises(RunLogClosed):
+            append_events_if(conn, OTHER_RUN, [log(3)], now=NOW, gate=opened, staged_first=True)
+        append_events(conn, OTHER_RUN, [log(3)], now=NOW)
+    for run_id in (RUN, OTHER_RUN):
+        assert [message for _, message, _ in logged(engine, run_id)] == ["m0", "m1", "m2", "m3"]

@@ -33,9 +33,15 @@ from wop_langgraph.protocol.event_payloads import node_suspended_extensions
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store._driver_sql import driver_statement
-from wop_langgraph.store.events import NewEvent, append_events
+from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events, append_events_if
 from wop_langgraph.store.held import HeldWrite
-from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt
+from wop_langgraph.store.interrupts import (
+    InterruptRecord,
+    conflicting,
+    insert_interrupt,
+    inserting_gate,
+    record_of,
+)
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
 
@@ -181,6 +187,12 @@ class InterruptRecorder:
         taken = {row.key for row in known}
         now = self._clock()
         timeout = payload.get("timeoutMs")
+        waiting = {
+            "wait_run": run_id,
+            "wait_status": waiting_status_for(cast(InterruptKind, kind)),
+            "wait_node": node_id,
+            "wait_now": now,
+        }
         collision = 0
         while True:
             key, collision = _free_key(taken, run_id, node_id, visit_index, ordinal, collision)
@@ -200,7 +212,16 @@ class InterruptRecorder:
                 deadline=now + timedelta(milliseconds=timeout) if timeout else None,
                 profiles=_profiles(item),
             )
-            stored, inserted = insert_interrupt(conn, record)
+            if conn.dialect.name == "postgresql":
+                # The insert, the run's wait and the events: one statement.
+                stored, inserted = _record_and_log(conn, record, waiting, now)
+            else:
+                stored, inserted = insert_interrupt(conn, record)
+                if inserted:
+                    # The run waits from the statement that tells of the interrupt.
+                    append_events(
+                        conn, run_id, _told(record), now=now, leading=(_waiting_statement(), waiting)
+                    )
             if inserted:
                 break
             if stored.lg_interrupt_id == item.id:
@@ -209,30 +230,6 @@ class InterruptRecorder:
             # tasks' writes commit in parallel) took this key after our read: take the next one.
             taken.add(stored.key)
             collision += 1
-        payload = record.payload
-        suspended = NewEvent(
-            type="node.suspended",
-            node_id=node_id,
-            payload={
-                "nodeId": node_id,
-                "interruptId": stored.interrupt_id,
-                "kind": kind,
-                "reason": suspend_reason(kind),
-                "key": key,
-                **node_suspended_extensions(kind, payload["data"]),
-            },
-        )
-        events = [suspended, NewEvent(type="interrupt.requested", node_id=node_id, payload=payload)]
-        if kind in _LEGACY_REQUESTED:
-            events.append(NewEvent(type=_LEGACY_REQUESTED[kind], node_id=node_id, payload=payload))
-        waiting = {
-            "wait_run": run_id,
-            "wait_status": waiting_status_for(cast(InterruptKind, kind)),
-            "wait_node": node_id,
-            "wait_now": now,
-        }
-        # The run waits from the statement that tells of the interrupt (one, on PostgreSQL).
-        append_events(conn, run_id, events, now=now, leading=(_waiting_statement(), waiting))
         for hook in self.on_requested:
             hook(conn, stored)
 
@@ -263,6 +260,48 @@ def _waiting_statement() -> Any:
             updated_at=bindparam("wait_now", type_=runs_table.c.updated_at.type),
         )
     )
+
+
+def _told(record: InterruptRecord) -> list[NewEvent]:
+    """The events that tell of a new interrupt: ``node.suspended``, ``interrupt.requested``
+    (and the legacy alias of its kind)."""
+    kind, payload = record.kind, record.payload
+    suspended = NewEvent(
+        type="node.suspended",
+        node_id=record.node_id,
+        payload={
+            "nodeId": record.node_id,
+            "interruptId": record.interrupt_id,
+            "kind": kind,
+            "reason": suspend_reason(kind),
+            "key": record.key,
+            **node_suspended_extensions(kind, payload["data"]),
+        },
+    )
+    events = [suspended, NewEvent(type="interrupt.requested", node_id=record.node_id, payload=payload)]
+    if kind in _LEGACY_REQUESTED:
+        events.append(NewEvent(type=_LEGACY_REQUESTED[kind], node_id=record.node_id, payload=payload))
+    return events
+
+
+def _record_and_log(
+    conn: Connection, record: InterruptRecord, waiting: dict[str, Any], now: datetime
+) -> tuple[InterruptRecord, bool]:
+    """PostgreSQL: insert ``record`` and, if it was new, put its run to wait and log its events,
+    in one statement; as :func:`insert_interrupt`, the stored record and whether it was new."""
+    events = _told(record)
+    try:
+        row = append_events_if(
+            conn, record.run_id, events, now=now, gate=inserting_gate(record, waiting), staged_first=True
+        )
+    except RunLogClosed:
+        # Stored, but nothing logged: an event staged with them was logged already (a replay),
+        # or the log is closed. The usual append tells which (and raises if it is closed).
+        append_events(conn, record.run_id, events, now=now)
+        return record, True
+    if row is not None:
+        return record_of(row), True
+    return conflicting(conn, record), False
 
 
 def _profiles(item: Interrupt) -> list[str] | None:

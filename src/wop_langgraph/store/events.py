@@ -183,7 +183,8 @@ def append_events_if(
     Events staged by :func:`appended_first` are appended first (each unless logged already),
     in a statement of their own; with ``staged_first`` in the same statement instead, all of
     them only if none is logged yet: if one is (a replay), :class:`RunLogClosed` is raised too
-    (roll back, and append the usual way).
+    (roll back, or append the usual way: the staged are staged again whenever the statement
+    appended nothing).
     """
     staged = conn.info.get(_STAGED_KEY)
     timed = (staged.pop(run_id, None) if staged else None) or []
@@ -213,13 +214,14 @@ def append_events_if(
         found = _driver(statement).named(conn, params)
     else:
         found, *then.rows = named_together(conn, [(_driver(statement), params), *then.runs], also=then.also)
-    if not found:
-        return None
-    row = found[0]
-    if row.wop_logged != len(timed):
+    if not found or found[0].wop_logged != len(timed):
+        if once:  # appended none of them: the staged wait for the transaction's next append
+            conn.info.setdefault(_STAGED_KEY, {}).setdefault(run_id, [])[:0] = timed[:once]
+        if not found:
+            return None
         raise RunLogClosed(f"run {run_id!r} has ended, or a staged event is logged already")
     announced.add(run_id)
-    return row
+    return found[0]
 
 
 def append_event_once(conn: Connection, run_id: str, event: NewEvent, *, now: datetime) -> bool:

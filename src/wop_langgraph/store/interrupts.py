@@ -9,7 +9,7 @@ of processes sharing the database, exactly one sees its update applied.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -27,15 +27,18 @@ __all__ = [
     "cancel_pending",
     "claim",
     "claim_write",
+    "conflicting",
     "count_consumed",
     "expired_pending",
     "get_interrupt",
     "get_interrupt_by_key",
     "insert_interrupt",
+    "inserting_gate",
     "interrupts_at_node",
     "interrupts_of_run",
     "lock_interrupt",
     "mark_consumed",
+    "record_of",
     "resolved_unconsumed",
     "set_votes",
 ]
@@ -90,10 +93,15 @@ def insert_interrupt(conn: Connection, record: InterruptRecord) -> tuple[Interru
     rows = driver_statement(_insert_statement(conn.dialect.name)).mappings(conn, params)
     if rows:
         return _record(rows[0]), True  # as stored (the database's own reading of the values)
+    return conflicting(conn, record), False
+
+
+def conflicting(conn: Connection, record: InterruptRecord) -> InterruptRecord:
+    """The stored interrupt that kept ``record`` from being inserted (its key's, or its id's)."""
     stored = get_interrupt_by_key(conn, record.key) or get_interrupt(conn, record.interrupt_id)
     if stored is None:  # pragma: no cover - the insert or the conflict guarantees a row
         raise RuntimeError(f"interrupt {record.key!r} vanished during insert")
-    return stored, False
+    return stored
 
 
 @functools.cache
@@ -103,6 +111,37 @@ def _insert_statement(dialect_name: str) -> Any:
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     values = {name: bindparam(f"new_{name}", type_=_table.c[name].type) for name in _FIELDS}
     return dialect.insert(_table).values(values).on_conflict_do_nothing().returning(*_table.c)
+
+
+def inserting_gate(record: InterruptRecord, waiting: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """PostgreSQL: the insert of ``record`` as :func:`insert_interrupt` makes it (nothing when
+    the interrupt exists) and, only if it inserted, its run's move to the waiting status
+    (``waiting``: ``wait_status``, ``wait_node``, ``wait_now``; a run that is ``pending`` or
+    ``running``), as a gate of ``append_events_if``: its row is the interrupt as stored."""
+    params = {f"new_{name}": getattr(record, name) for name in _FIELDS}
+    return _inserting_gate_statement(), params | dict(waiting)
+
+
+def record_of(row: Any) -> InterruptRecord:
+    """The :class:`InterruptRecord` of a row with the interrupt's columns (named; others ignored)."""
+    return _record(row._asdict())
+
+
+@functools.cache
+def _inserting_gate_statement() -> Any:
+    inserted = _insert_statement("postgresql").cte("new_interrupt")
+    runs = runs_table.c
+    waiting = (
+        update(runs_table)
+        .where(runs.run_id == inserted.c.run_id, or_(runs.status == "pending", runs.status == "running"))
+        .values(
+            status=bindparam("wait_status"),
+            current_node_id=bindparam("wait_node"),
+            updated_at=bindparam("wait_now", type_=runs.updated_at.type),
+        )
+        .cte("waiting")
+    )
+    return select(*inserted.c).add_cte(waiting)
 
 
 def get_interrupt(conn: Connection, interrupt_id: str) -> InterruptRecord | None:
