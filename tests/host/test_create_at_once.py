@@ -101,7 +101,7 @@ def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(
     # pass's end, which reads no checkpoint.
     assert heads(resolved).count("BEGIN") == 2, resolved
     assert heads(resolved)[:7] == ["SELECT", "BEGIN", "WITH", "UPDATE", "SELECT", "WITH", "COMMIT"], resolved
-    assert sum(text.startswith("WITH cp AS") for text in resolved) == 1, resolved  # (the fifth)
+    assert sum(text.startswith("WITH cp AS") for text in resolved) == 1, resolved  # (the sixth, above)
     ends = [e for e in pg_host.events(snap["runId"]) if e["type"] == "node.completed"]
     assert [e["nodeId"] for e in ends] == ["write", "review", "publish"]
 
