@@ -37,7 +37,7 @@ from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, Ru
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
-from wop_langgraph.store._driver_sql import Reads, named_together
+from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
@@ -646,12 +646,12 @@ class _LeaseAtDecision:
 
     def queued(self, conn: Connection, run_id: str) -> None:
         pending, self._pending = self._pending, None
-        if pending is None or pending.run_id != run_id:
+        if pending is None:  # (a timeout queues the run without asking for reads)
             pending = self._executor.claim_reads(run_id, self._saver)
             if pending is None:
                 return
         if pending.reads.rows is None:  # not run with the statement that queued the run
-            pending.reads.rows = named_together(conn, pending.reads.runs, also=pending.reads.also)
+            pending.reads.run(conn)
         self._taken = pending.claimed()
 
     def committed(self) -> None:

@@ -203,6 +203,14 @@ class Reads:
     also: Sequence[Callable[[Connection], None]] = ()
     rows: list[list[Any]] | None = None
 
+    def run(self, conn: Connection, first: tuple[DriverStatement, Mapping[str, Any]] | None = None) -> Any:
+        """Run them in ``conn``'s transaction (after ``first``, if given, in the same round
+        trip), keep their rows, and return ``first``'s (``None`` without it)."""
+        ahead = [] if first is None else [first]
+        found = named_together(conn, [*ahead, *self.runs], also=self.also)
+        self.rows = found[len(ahead) :]
+        return found[0] if first is not None else None
+
 
 def named_together(
     conn: Connection,

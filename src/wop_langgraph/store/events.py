@@ -23,7 +23,7 @@ from sqlalchemy import Connection, Integer, bindparam, false, func, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import iso_z
-from wop_langgraph.store._driver_sql import Reads, named_together
+from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store._driver_sql import driver_statement as _driver
 from wop_langgraph.store.appended import APPENDED_KEY, EVENTS_CHANNEL
 from wop_langgraph.store.run_tables import event_counters_table, events_table
@@ -198,7 +198,7 @@ def append_events_if(
         if row is not None:
             append_events(conn, run_id, events, now=now, close=close)
         if then is not None:
-            then.rows = named_together(conn, then.runs, also=then.also)
+            then.run(conn)
         return row
     once = len(timed)
     timed += [(event, now) for event in events]
@@ -213,7 +213,7 @@ def append_events_if(
     if then is None:
         found = _driver(statement).named(conn, params)
     else:
-        found, *then.rows = named_together(conn, [(_driver(statement), params), *then.runs], also=then.also)
+        found = then.run(conn, (_driver(statement), params))
     if not found or found[0].wop_logged != len(timed):
         if once:  # appended none of them: the staged wait for the transaction's next append
             conn.info.setdefault(_STAGED_KEY, {}).setdefault(run_id, [])[:0] = timed[:once]

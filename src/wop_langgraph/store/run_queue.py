@@ -15,7 +15,6 @@ and on PostgreSQL every enqueue sends a ``NOTIFY`` on :data:`QUEUE_CHANNEL` at c
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -255,8 +254,7 @@ def claimed_from(run_id: str, owner: str, reads: Reads) -> ClaimedRun | None:
     """The claim that :func:`claim_reads`' ``reads`` took (they ran), with the run's open work."""
     assert reads.rows is not None, "the claim's reads have not run"
     rows, found = reads.rows[:2]
-    claimed = _claimed(run_id, owner, rows)
-    return None if claimed is None else dataclasses.replace(claimed, work=open_work_of(found))
+    return _claimed(run_id, owner, rows, work=open_work_of(found)) if rows else None
 
 
 def _take_params(
@@ -267,7 +265,8 @@ def _take_params(
     return params
 
 
-def _claimed(run_id: str, owner: str, rows: list[Any]) -> ClaimedRun | None:
+def _claimed(run_id: str, owner: str, rows: list[Any], **more: Any) -> ClaimedRun | None:
+    """The claim the take statement's ``rows`` tell of (``more``: further fields), if any."""
     if not rows:
         return None
     row = rows[0]
@@ -277,6 +276,7 @@ def _claimed(run_id: str, owner: str, rows: list[Any]) -> ClaimedRun | None:
         status=str(row.status),
         inputs=row.inputs,
         configurable=row.configurable,
+        **more,
     )
 
 
