@@ -12,16 +12,15 @@ API-only server and K ``worker`` processes of N threads each):
     (whose first node sleeps ``--sleep`` seconds), back to back.
 
 Repeated ``--rounds`` times, after ``--warmup-rounds`` unmeasured ones (default 1: the first
-requests of a new server compile its statements, fill its caches and prepare statements on its
-pooled connections; measured, that start-up cost showed as the slowest requests of the first
-round); latencies of the measured rounds are pooled. Targets: resolve p99 <= 100 ms,
-``POST /runs`` p99 <= 100 ms. ``server cpu`` is the CPU time in ms (user + system, read from
-``/proc``, so Linux only) the server process used during the bursts, divided by their requests:
-with in-process workers it includes what the resolved or created runs cost the workers
-meanwhile. The server is one GIL-bound process, so a burst's p99 is about its total CPU; this
-figure is less noisy than the latencies on a shared machine. ``client cpu`` is what the clients
-(this process) used per request: see :class:`LightClient` for why they use ``http.client``
-by default (``--client httpx`` measures with ``httpx`` instead).
+requests of a new server compile its statements and fill its caches; measured, that start-up
+cost showed as the slowest requests of the first round); latencies of the measured rounds are
+pooled. Targets: resolve p99 <= 100 ms, ``POST /runs`` p99 <= 100 ms. ``server cpu`` is the CPU
+time in ms (user + system, read from ``/proc``, so Linux only) the server process used during
+the bursts, divided by their requests: with in-process workers it includes what the resolved or
+created runs cost the workers meanwhile. The server is one GIL-bound process, so a burst's p99
+is about its total CPU; this figure is less noisy than the latencies on a shared machine.
+``client cpu`` is what the clients (this process) used per request: see :class:`LightClient` for
+why they use ``http.client`` by default (``--client httpx`` measures with ``httpx`` instead).
 
     python benchmarks/http_engine.py --clients 32 --rounds 3
 """
@@ -227,8 +226,8 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, tuple[list[float], 
         gc.freeze()
         resolve_cpu, create_cpu = ServerCpu(process.pid), ServerCpu(process.pid)
         try:
+            unmeasured = ServerCpu(process.pid)
             for _ in range(args.warmup_rounds):
-                unmeasured = ServerCpu(process.pid)
                 resolve_round(base, clients, args.timeout, unmeasured)
                 create_round(clients, args.creates, unmeasured)
             resolves: list[float] = []
