@@ -297,6 +297,95 @@ def test_majority_rejection_needs_more_than_half(host: WopHost) -> None:
     assert_rejected_run(host, run_id)
 
 
+EDIT_BOB = {"text": "bob's edit"}
+EDIT_CAROL = {"text": "carol's edit"}
+FEEDBACK_BOB = {"scope": "whole", "text": "shorter"}
+FEEDBACK_CAROL = {"scope": "items", "itemIds": ["p2"]}
+
+
+def edit(data: Any) -> dict[str, Any]:
+    return {"action": "edit-accept", "editedArtifactData": data}
+
+
+def refine(feedback: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "refine", "refineFeedback": feedback}
+
+
+@pytest.mark.parametrize("single", [edit(EDIT_BOB), refine(FEEDBACK_BOB)], ids=["edit-accept", "refine"])
+def test_one_reviewers_edit_accept_or_refine_never_releases_a_quorum(
+    host: WopHost, single: dict[str, Any]
+) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=2, actions=ALL_ACTIONS))
+    assert host.resolve(run_id, "review", single, BOB)["status"] == "waiting-approval"
+    # Any further answer of bob's is his one vote again, whatever its action.
+    for again in (edit(EDIT_CAROL), refine(FEEDBACK_CAROL), {"action": "accept"}):
+        assert host.resolve(run_id, "review", again, BOB)["status"] == "waiting-approval"
+    assert not of_type(events(host, run_id), "interrupt.resolved")
+    assert count("review:past") == 0
+    assert [v["voter"] for v in only_pending(host, run_id).votes] == ["bob"]
+    assert host.resolve(run_id, "review", {"action": "accept"}, CAROL)["status"] == (
+        "completed" if single["action"] == "edit-accept" else "waiting-approval"
+    )
+
+
+def test_a_refine_is_a_vote_that_does_not_grant(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=2, actions=ALL_ACTIONS))
+    host.resolve(run_id, "review", refine(FEEDBACK_BOB), BOB)
+    assert host.resolve(run_id, "review", {"action": "accept"}, CAROL)["status"] == "waiting-approval"
+    assert host.resolve(run_id, "review", {"action": "accept"}, DAVE)["status"] == "completed"
+    payload = resolved(host, run_id)
+    assert (payload["action"], payload["decision"]) == ("accept", "granted")
+    assert [(v["voter"], v["action"]) for v in payload["x-votes"]] == [
+        ("bob", "refine"),
+        ("carol", "accept"),
+        ("dave", "accept"),
+    ]
+    assert payload["x-votes"][0]["refineFeedback"] == FEEDBACK_BOB
+
+
+def test_refines_reaching_the_quorum_return_the_artifact(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=2, actions=ALL_ACTIONS))
+    host.resolve(run_id, "review", refine(FEEDBACK_BOB), BOB)
+    assert host.resolve(run_id, "review", refine(FEEDBACK_CAROL), CAROL)["status"] == "completed"
+    result = outputs(host, run_id)["result"]
+    assert (result["action"], result["decision"]) == ("refine", None)
+    assert result["refineFeedback"] == FEEDBACK_CAROL
+    payload = resolved(host, run_id)
+    assert [v["refineFeedback"] for v in payload["x-votes"]] == [FEEDBACK_BOB, FEEDBACK_CAROL]
+
+
+def test_several_edits_deliver_the_last_and_record_every_one(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(required_approvals=3, actions=ALL_ACTIONS))
+    host.resolve(run_id, "review", edit(EDIT_BOB), BOB)
+    host.resolve(run_id, "review", edit(EDIT_CAROL), CAROL)
+    # The vote that completes the quorum edits nothing: the last edit made is delivered.
+    assert host.resolve(run_id, "review", {"action": "accept"}, DAVE)["status"] == "completed"
+    result = outputs(host, run_id)["result"]
+    assert (result["action"], result["decision"]) == ("edit-accept", "granted")
+    assert result["editedArtifactData"] == EDIT_CAROL
+    payload = resolved(host, run_id)
+    assert (payload["action"], payload["editedArtifactData"]) == ("edit-accept", EDIT_CAROL)
+    assert payload["resumeValue"]["action"] == "accept"  # the deciding vote, as sent
+    assert payload["resolvedBy"]["subjectId"] == "dave"
+    assert [v.get("editedArtifactData") for v in payload["x-votes"]] == [EDIT_BOB, EDIT_CAROL, None]
+    (gate,) = host.interrupts(run_id)
+    assert gate.votes == payload["x-votes"]
+
+
+def test_majority_reject_then_edit_accept_does_not_grant(host: WopHost) -> None:
+    run_id, _ = start(
+        host, approval_graph(required_approvals=3, rejection_policy="majority", actions=ALL_ACTIONS)
+    )
+    assert host.resolve(run_id, "review", {"action": "reject"}, BOB)["status"] == "waiting-approval"
+    assert host.resolve(run_id, "review", edit(EDIT_CAROL), CAROL)["status"] == "waiting-approval"
+    assert not of_type(events(host, run_id), "interrupt.resolved")
+    assert host.resolve(run_id, "review", {"action": "reject"}, DAVE)["status"] == "failed"
+    assert (resolved(host, run_id)["decision"], resolved(host, run_id)["reason"]) == (
+        "rejected",
+        "quorum-reject",
+    )
+
+
 def test_override_bypasses_quorum(host: WopHost) -> None:
     run_id, _ = start(host, approval_graph(required_approvals=3, override_bypasses_quorum=True))
     # Without the override right, an accept is one ordinary vote.

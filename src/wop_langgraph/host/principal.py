@@ -6,9 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["HOST_ISSUER", "Membership", "MembershipResolver", "Principal"]
+__all__ = ["DELEGATE_SCOPE", "HOST_ISSUER", "Membership", "MembershipResolver", "Principal"]
 
 HOST_ISSUER = "urn:wop-langgraph:api-key"
+#: A host-defined scope: its holder (an inbox backend, a chat bot, an operator key) may cast an
+#: approval vote for the voter a resume value names, and mint a link for another approver.
+DELEGATE_SCOPE = "approvals:delegate"
 
 
 @dataclass(frozen=True)
@@ -18,7 +21,8 @@ class Principal:
     Attributes:
         tenant: the tenant the caller's credential belongs to.
         subject_id: the caller's stable id (what ``approversList`` names).
-        scopes: granted scopes (``approvals:respond``, ``runs:create``, ...).
+        scopes: granted scopes (``approvals:respond``, ``runs:create``, ...;
+            :data:`DELEGATE_SCOPE` to vote for others).
         can_override: may decide a gate with ``overrideBypassesQuorum`` on its own.
     """
 
@@ -29,6 +33,11 @@ class Principal:
     kind: str = "user"
     lane: str = "api-key"
     issuer: str = HOST_ISSUER
+
+    @property
+    def may_delegate(self) -> bool:
+        """Whether this caller may cast a vote for a voter it names (:data:`DELEGATE_SCOPE`)."""
+        return DELEGATE_SCOPE in self.scopes
 
     def subject(self) -> dict[str, Any]:
         """The OpenWOP Subject object recorded as ``resolvedBy`` and as the run's owner."""

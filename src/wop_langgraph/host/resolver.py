@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine
 
 from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.adapters import normalize_resume
+from wop_langgraph.host.delegation import Ballot, ballot_of
 from wop_langgraph.host.eligibility import check_eligible
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
@@ -35,7 +36,7 @@ from wop_langgraph.protocol.errors import (
     NotFound,
     WopError,
 )
-from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally
+from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally, vote_of
 from wop_langgraph.store import idempotency
 from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.engine import reading
@@ -191,14 +192,15 @@ class Resolver:
 
         Returns ``{runId, nodeId, status}``: ``running`` when the gate was decided, the run's
         status for a vote that did not decide it. A vote counts for the authenticated principal
-        (or the approver a token was minted for): nothing in the resume value confers identity.
+        (or the approver a token was minted for): nothing in the resume value confers identity,
+        except the voter a principal holding ``approvals:delegate`` names (host/delegation.py).
         """
         if tenant_of(run_id) != principal.tenant:
             raise IdTenantMismatch("the run id names another tenant than the caller's")
         with self._s.engine.begin() as conn:
             run_status, target = self._target(conn, run_id, node_id, key)
-            parsed, resume_value = self._checked(target, resume_value, principal)
-            decided, status = self._decide_in(conn, target, parsed, resume_value, principal, hook)
+            parsed, resume_value, ballot = self._checked(target, resume_value, principal)
+            decided, status = self._decide_in(conn, target, parsed, resume_value, ballot, hook)
         if decided:
             if hook is not None:
                 hook.committed()
@@ -238,11 +240,13 @@ class Resolver:
 
     def _checked(
         self, target: InterruptRecord, resume_value: Any, principal: Principal
-    ) -> tuple[ApprovalResume | None, Any]:
-        """The parsed approval (``None`` for other kinds) and the value to record.
+    ) -> tuple[ApprovalResume | None, Any, Ballot]:
+        """The parsed approval (``None`` for other kinds), the value to record, and whom a vote
+        counts for (:func:`~wop_langgraph.host.delegation.ballot_of`).
 
         Raises:
-            ValidationError: the value does not fit the interrupt. Forbidden: an ineligible approver.
+            ValidationError: the value does not fit the interrupt, or a delegate's voter is
+                malformed. Forbidden: an ineligible approver (the named voter, for a delegate).
         """
         payload = target.payload
         require_storable(resume_value, "/resumeValue")
@@ -256,11 +260,13 @@ class Resolver:
             # Recorded as normalised: the stamp the value was validated with is the one logged.
             resume_value = {**resume_value, "decidedAt": iso_z(received)}
         parsed = check_resume_value(payload, resume_value, received_at=received)
-        if parsed is not None:
-            check_eligible(
-                payload["data"], principal, ref_kinds=self._s.ref_kinds, membership=self._s.membership
-            )
-        return parsed, resume_value
+        if parsed is None:
+            return None, resume_value, Ballot(principal)
+        ballot = ballot_of(principal, parsed)
+        check_eligible(
+            payload["data"], ballot.voter, ref_kinds=self._s.ref_kinds, membership=self._s.membership
+        )
+        return parsed, resume_value, ballot
 
     def _decide_in(
         self,
@@ -268,7 +274,7 @@ class Resolver:
         current: InterruptRecord,
         parsed: ApprovalResume | None,
         resume_value: Any,
-        principal: Principal,
+        ballot: Ballot,
         hook: EnqueueHook | None,
     ) -> tuple[bool, str | None]:
         """Time out, vote or claim ``current`` (read and held in ``conn``'s transaction).
@@ -277,7 +283,8 @@ class Resolver:
         gate was decided, ``timed-out`` when the deadline had passed, ``None`` for a vote that
         did not decide). Counting and claiming under the row's hold means the vote that decides
         is the one whose value is recorded; a conflicting vote arriving meanwhile sees a closed
-        gate (409).
+        gate (409). One vote per voter (the named voter, for a delegate): a repeat changes
+        nothing, whoever casts it.
         """
         now = self._s.clock()
         if current.deadline is not None and as_utc(now) >= as_utc(current.deadline):
@@ -286,21 +293,24 @@ class Resolver:
             return True, "timed-out"
         if parsed is not None and parsed.action == "ask":
             return False, None  # a question decides nothing (a late one timed out above)
+        resolved_by = ballot.caster.subject()
         if parsed is None:
             then = None if hook is None else hook.reads(current.run_id)
-            _claim_in(conn, current, resume_value, {}, principal.subject(), now, then=then)
+            _claim_in(conn, current, resume_value, {}, resolved_by, now, then=then)
             _queued(conn, current.run_id, hook)
             return True, "running"
         data = current.payload["data"]
-        voter = principal.subject_id
+        voter = ballot.voter.subject_id
         votes = [Vote.from_json(v) for v in current.votes or []]
         if any(v.voter == voter for v in votes):
             return False, None  # one vote per person: a repeat changes nothing
-        override = principal.can_override and bool(data.get("overrideBypassesQuorum"))
-        votes.append(Vote(voter=voter, action=parsed.action, override=override))
+        override = ballot.voter.can_override and bool(data.get("overrideBypassesQuorum"))
+        delegate = None if ballot.delegate is None else ballot.delegate.subject_id
+        votes.append(vote_of(voter, parsed, override=override, delegate=delegate))
+        required = int(data.get("requiredApprovals", 1))
         outcome = tally(
             votes,
-            required_approvals=int(data.get("requiredApprovals", 1)),
+            required_approvals=required,
             rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
             override_bypasses_quorum=bool(data.get("overrideBypassesQuorum", False)),
         )
@@ -308,11 +318,9 @@ class Resolver:
         if not outcome.decided:
             set_votes(conn, current.interrupt_id, recorded)
             return False, None
-        resolution = approval_resolution(outcome, parsed)
+        resolution = approval_resolution(outcome, votes, required_approvals=required)
         then = None if hook is None else hook.reads(current.run_id)
-        _claim_in(
-            conn, current, resume_value, resolution, principal.subject(), now, votes=recorded, then=then
-        )
+        _claim_in(conn, current, resume_value, resolution, resolved_by, now, votes=recorded, then=then)
         _queued(conn, current.run_id, hook)
         return True, "running"
 

@@ -32,7 +32,7 @@ from wop_langgraph.nodes._delivery import Delivery
 from wop_langgraph.nodes._once import warn_once
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
-from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally
+from wop_langgraph.protocol.quorum import approval_resolution, tally, vote_of
 from wop_langgraph.protocol.resume_check import check_resume_value
 from wop_langgraph.protocol.storable import require_storable
 
@@ -99,11 +99,11 @@ def suspend_plain(call: NodeCall, payload: dict[str, Any]) -> Delivery:
             continue
         data = keyed["data"]
         outcome = tally(
-            [Vote(voter="langgraph", action=parsed.action)],
+            [vote_of("langgraph", parsed)],
             required_approvals=1,
             rejection_policy=str(data.get("rejectionPolicy", "single-veto")),
         )
-        resolution = approval_resolution(outcome, parsed)
+        resolution = approval_resolution(outcome)
         return Delivery(status="resolved", resume_value=value, resolution=resolution)
 
 

@@ -16,6 +16,7 @@ from wop_langgraph.nodes._delivery import Delivery
 from wop_langgraph.nodes._once import warn_once
 from wop_langgraph.nodes._suspend import PROFILES, suspend
 from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, ValidationError
+from wop_langgraph.protocol.quorum import VOTES_MEMBER
 
 __all__ = ["ApprovalDecision", "request_approval"]
 
@@ -33,8 +34,12 @@ class ApprovalDecision:
         decision: ``granted`` or ``overridden``; ``None`` for ``refine``.
         feedback: the deciding reviewer's free-text feedback, if any.
         refine_feedback: the structured feedback of a ``refine``.
-        edited_artifact_data: the artifact as edited by an ``edit-accept``.
+        edited_artifact_data: the artifact as edited by an ``edit-accept`` (on a quorum, the
+            last edit made among the granting votes).
         resume_value: the deciding resume value as sent.
+        votes: on a quorum (or a delegated vote), every vote counted, in arrival order
+            (``voter``, ``action``, the voter's own ``editedArtifactData`` / ``refineFeedback``,
+            ``delegate``); ``None`` otherwise.
     """
 
     action: str
@@ -43,6 +48,7 @@ class ApprovalDecision:
     refine_feedback: dict[str, Any] | None = None
     edited_artifact_data: Any = None
     resume_value: Any = None
+    votes: list[dict[str, Any]] | None = None
 
     @property
     def granted(self) -> bool:
@@ -154,6 +160,7 @@ def _decision(call: NodeCall, title: str, delivery: Delivery) -> ApprovalDecisio
         refine_feedback=resolution.get("refineFeedback"),
         edited_artifact_data=resolution.get("editedArtifactData"),
         resume_value=delivery.resume_value,
+        votes=resolution.get(VOTES_MEMBER),
     )
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.eligibility import check_eligible, counts_votes
+from wop_langgraph.host.principal import DELEGATE_SCOPE
 from wop_langgraph.protocol.errors import Forbidden, ValidationError
 from wop_langgraph.server.token_actions import approver_principal
 from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.tokens import is_approver
 
 __all__ = ["DELEGATE_SCOPE", "link_approver"]
-
-DELEGATE_SCOPE = "approvals:delegate"
 
 
 def link_approver(
@@ -45,7 +44,7 @@ def link_approver(
             "approver must be a subjectId (1..256 characters, no whitespace, '/' or control characters)",
             details={"field": "approver"},
         )
-    if approver != minter.subject_id and DELEGATE_SCOPE not in minter.scopes:
+    if approver != minter.subject_id and not minter.may_delegate:
         raise Forbidden(
             f"only a caller with the {DELEGATE_SCOPE} scope may mint a link for another approver",
             details={"approver": approver, "requiredScope": DELEGATE_SCOPE},
