@@ -30,4 +30,29 @@ def pair_graph() -> Any:
     return g.compile()
 
 
-WORKFLOWS = {"pair": pair_graph(), "approve": approve_graph()}
+ALL_ACTIONS = ["accept", "reject", "refine", "edit-accept"]
+
+
+def _gate(**quorum: Any) -> Any:
+    """One approval offering every deciding action, with ``quorum`` (``request_approval`` options);
+    the run's output is the delivered action and what it carries."""
+
+    def review(state: State) -> State:
+        decision = request_approval("doc-q", "text", "Publish?", actions=ALL_ACTIONS, **quorum)
+        return {"decision": decision.action}
+
+    g = StateGraph(State)
+    g.add_node("review", review)
+    g.add_edge(START, "review")
+    g.add_edge("review", END)
+    return g.compile()
+
+
+WORKFLOWS = {
+    "pair": pair_graph(),
+    "approve": approve_graph(),
+    # 2 of [alice, bob], every action offered
+    "pair-edit": _gate(approvers=["alice", "bob"], required_approvals=2),
+    # 3 of anyone, majority rejection, every action offered
+    "trio": _gate(required_approvals=3, rejection_policy="majority"),
+}

@@ -384,24 +384,34 @@ def test_parent_child_cancel_child_standalone_is_an_approval(server: Server) -> 
 
 
 def test_quorum_needs_three_accepts_and_majority_reject_fails(server: Server) -> None:
-    # Votes count for the authenticated principal: three acme reviewers, three keys.
-    alice, bob, mailer = (OpenwopClient(server.base, k) for k in ("alice-key", "acme-bob-key", "mailer-key"))
+    """Driven as the official suite drives it: one bearer casts every vote, naming the voter
+    (``resumeValue.voter``). The bearer is an operator key holding ``approvals:delegate``
+    (mailer-key), so each named voter counts once."""
+    operator = OpenwopClient(server.base, "mailer-key")
     run_id = server.create("conformance-interrupt-quorum")
     server.wait(run_id, "waiting-approval")
-    for reviewer in (alice, bob):
-        assert server.resolve(run_id, "gate", {"action": "accept"}, reviewer) == "waiting-approval"
-    # A resume value's ``voter`` confers no identity: alice's second vote changes nothing.
-    assert server.resolve(run_id, "gate", {"action": "accept", "voter": "v3"}, alice) == "waiting-approval"
+    for voter in ("approver-1", "approver-2", "approver-2"):  # the same voter again: the same vote
+        assert server.resolve(run_id, "gate", {"action": "accept", "voter": voter}, operator) == (
+            "waiting-approval"
+        )
     assert not payloads(server.events(run_id), "interrupt.resolved")
-    assert server.resolve(run_id, "gate", {"action": "accept"}, mailer) == "running"
+    assert server.resolve(run_id, "gate", {"action": "accept", "voter": "approver-3"}, operator) == "running"
     server.wait(run_id, "completed")
-    assert len(payloads(server.events(run_id), "interrupt.resolved")) == 1
+    (resolved,) = payloads(server.events(run_id), "interrupt.resolved")
+    assert (resolved["decision"], resolved["resolvedBy"]["subjectId"]) == ("granted", "mailer")
+    assert [v["voter"] for v in resolved["x-votes"]] == ["approver-1", "approver-2", "approver-3"]
 
     rejected = server.create("conformance-interrupt-quorum")
     server.wait(rejected, "waiting-approval")
-    assert server.resolve(rejected, "gate", {"action": "reject"}, alice) == "waiting-approval"
-    assert server.resolve(rejected, "gate", {"action": "reject"}, bob) == "running"
+    # Without the scope a resume value's ``voter`` confers no identity: both are alice's one vote.
+    for voter in ("approver-1", "approver-2"):
+        assert server.resolve(rejected, "gate", {"action": "accept", "voter": voter}) == "waiting-approval"
+    for voter, status in (("approver-1", "waiting-approval"), ("approver-2", "running")):
+        assert server.resolve(rejected, "gate", {"action": "reject", "voter": voter}, operator) == status
     assert server.wait(rejected, "failed")["error"]["code"] == "approval_rejected"
+    (rejection,) = payloads(server.events(rejected), "interrupt.resolved")
+    assert (rejection["decision"], rejection["reason"]) == ("rejected", "quorum-reject")
+    assert [v["voter"] for v in rejection["x-votes"]] == ["alice", "approver-1", "approver-2"]
 
 
 def test_mock_agent_low_confidence_suspends(server: Server) -> None:

@@ -220,3 +220,95 @@ def test_resume_fields_confer_no_identity(base: str, spoof: dict[str, str]) -> N
     alice.interrupts_resolve_by_token(link_for(base, fresh, "alice", "alice"), spoofed)
     alice.interrupts_resolve_by_run(fresh, "review", spoofed)
     assert_still_open(base, fresh)
+
+
+# --- every vote counts once, whatever its action; delegation ---------------------------------
+
+EDIT = {"action": "edit-accept", "editedArtifactData": {"text": "alice's edit"}}
+REFINE = {"action": "refine", "refineFeedback": {"scope": "whole", "text": "shorter"}}
+
+
+@pytest.mark.parametrize("single", [EDIT, REFINE], ids=["edit-accept", "refine"])
+def test_one_persons_edit_accept_or_refine_never_releases_a_quorum(base: str, single: dict[str, Any]) -> None:
+    """By run, by her own link, and the first vote by link: alice's edit-accept or refine is her
+    one vote of the two ``pair-edit`` needs, never the gate's decision."""
+    alice = client(base, "alice")
+    value = ResolveInterruptRequest(resumeValue=single)
+    run_id = start(base, "pair-edit")
+    assert alice.interrupts_resolve_by_run(run_id, "review", value).status == "waiting-approval"
+    assert_still_open(base, run_id)
+    by_link = alice.interrupts_resolve_by_token(link_for(base, run_id, "alice", "alice"), value)
+    assert by_link["status"] == "waiting-approval"
+    assert_still_open(base, run_id)
+    first_by_link = start(base, "pair-edit")
+    answer = alice.interrupts_resolve_by_token(link_for(base, first_by_link, "alice", "alice"), value)
+    assert answer["status"] == "waiting-approval"
+    assert_still_open(base, first_by_link)
+    # bob's accept is the second vote: it grants after an edit (delivering alice's edit), and
+    # after a refine it is one grant of the two needed.
+    status = client(base, "bob").interrupts_resolve_by_run(run_id, "review", ACCEPT).status
+    if single is REFINE:
+        assert status == "waiting-approval"
+        assert_still_open(base, run_id)
+        return
+    assert status in ("running", "completed")
+    assert wait_for(base, run_id, lambda s: s["status"] == "completed")["status"] == "completed"
+    (resolved,) = resolved_events(base, run_id)
+    assert (resolved["action"], resolved["editedArtifactData"]) == ("edit-accept", EDIT["editedArtifactData"])
+    assert [(v["voter"], v["action"]) for v in resolved["x-votes"]] == [
+        ("alice", "edit-accept"),
+        ("bob", "accept"),
+    ]
+
+
+def test_majority_reject_then_edit_accept_does_not_grant(base: str) -> None:
+    run_id = start(base, "trio")
+    alice, bob = client(base, "alice"), client(base, "bob")
+    reject = ResolveInterruptRequest(resumeValue={"action": "reject"})
+    assert alice.interrupts_resolve_by_run(run_id, "review", reject).status == "waiting-approval"
+    assert (
+        bob.interrupts_resolve_by_run(run_id, "review", ResolveInterruptRequest(resumeValue=EDIT)).status
+        == "waiting-approval"
+    )
+    assert_still_open(base, run_id)
+
+
+def vote_for(voter: str, action: str = "accept") -> ResolveInterruptRequest:
+    return ResolveInterruptRequest(resumeValue={"action": action, "voter": voter})
+
+
+def test_a_delegate_votes_once_for_each_named_voter(base: str) -> None:
+    """mailer holds approvals:delegate: its votes count for the voters it names, eligibility
+    checked for each; the same voter twice (or by the voter's own key) is one vote."""
+    run_id = start(base)
+    mailer = client(base, "mailer")
+    assert mailer.interrupts_resolve_by_run(run_id, "review", vote_for("alice")).status == "waiting-approval"
+    assert mailer.interrupts_resolve_by_run(run_id, "review", vote_for("alice")).status == "waiting-approval"
+    assert client(base, "alice").interrupts_resolve_by_run(run_id, "review", ACCEPT).status == (
+        "waiting-approval"
+    )
+    # A link mailer minted for alice votes as alice whatever voter it names: still her one vote.
+    answer = client(base, "reader").interrupts_resolve_by_token(
+        link_for(base, run_id, "mailer", "alice"), vote_for("bob")
+    )
+    assert answer["status"] == "waiting-approval"
+    assert_still_open(base, run_id)
+    refused = httpx.post(
+        f"{base}/runs/{project_id(run_id)}/interrupts/review",
+        json={"resumeValue": {"action": "accept", "voter": "carol"}},  # not in [alice, bob]
+        headers=auth("mailer"),
+        timeout=30,
+    )
+    assert (refused.status_code, refused.json()["error"]) == (403, "forbidden")
+    assert_still_open(base, run_id)
+    assert mailer.interrupts_resolve_by_run(run_id, "review", vote_for("bob")).status in (
+        "running",
+        "completed",
+    )
+    assert wait_for(base, run_id, lambda s: s["status"] == "completed")["status"] == "completed"
+    (resolved,) = resolved_events(base, run_id)
+    assert resolved["resolvedBy"]["subjectId"] == "mailer"
+    assert [(v["voter"], v["delegate"]) for v in resolved["x-votes"]] == [
+        ("alice", "mailer"),
+        ("bob", "mailer"),
+    ]
