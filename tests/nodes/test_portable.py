@@ -67,6 +67,7 @@ SCENARIOS: dict[str, Scenario] = {
             "feedback": "ship it",
             "refine_feedback": None,
             "edited_artifact_data": None,
+            "votes": None,  # a single vote: no vote list
             "resume_value": {"action": "accept", "feedback": "ship it", "decidedAt": DECIDED_AT},
         },
     ),
@@ -116,6 +117,7 @@ SCENARIOS: dict[str, Scenario] = {
             "feedback": None,
             "refine_feedback": None,
             "edited_artifact_data": {"text": "better"},
+            "votes": None,  # a single vote: no vote list
             "resume_value": {
                 "action": "edit-accept",
                 "editedArtifactData": {"text": "better"},
@@ -144,6 +146,7 @@ SCENARIOS: dict[str, Scenario] = {
             "feedback": None,
             "refine_feedback": {"scope": "section", "sectionPath": "$.text", "text": "shorter"},
             "edited_artifact_data": None,
+            "votes": None,  # a single vote: no vote list
             "resume_value": {
                 "action": "refine",
                 "refineFeedback": {"scope": "section", "sectionPath": "$.text", "text": "shorter"},

@@ -37,7 +37,8 @@ class Settings(BaseSettings):
     Attributes:
         database_url: the store (``sqlite:///wop.db`` or ``postgresql://...``).
         signing_keys: ``kid=secret,...``; the first signs interrupt tokens and callbacks.
-        api_keys: ``key=tenant:subject:scope+scope`` entries separated by ``;``.
+        api_keys: ``key=tenant:subject:scope+scope`` entries separated by ``;``
+            (``approvals:delegate``: the key may vote for the voter a resume value names).
         public_url: the origin links are built on (token URLs, callbacks), e.g.
             ``https://wop.example.com``; without it the server mints no links (a request's
             ``Host`` header is never trusted for that).
