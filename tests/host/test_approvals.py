@@ -386,6 +386,46 @@ def test_majority_reject_then_edit_accept_does_not_grant(host: WopHost) -> None:
     )
 
 
+def test_concurrent_edits_are_counted_once_each_in_the_deciding_transaction(host: WopHost) -> None:
+    """Six reviewers edit at once on a gate needing three: the count is read, extended and decided
+    under the interrupt row's hold, so exactly three votes decide (none lost, none counted twice),
+    the other three find the gate closed (409), and the delivered edit is the third vote's."""
+    run_id, _ = start(host, approval_graph(required_approvals=3, actions=ALL_ACTIONS))
+    threads = 6
+    barrier = threading.Barrier(threads)
+    outcomes: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def reviewer(index: int) -> None:
+        who = Principal("acme", f"editor-{index}", frozenset({"approvals:respond"}))
+        barrier.wait(30)
+        try:
+            result: Any = host.resolve(run_id, "review", edit({"by": who.subject_id}), who, wait=False)
+        except Exception as exc:
+            result = exc
+        with lock:
+            outcomes[who.subject_id] = result
+
+    workers = [threading.Thread(target=reviewer, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    host.run_until_idle()
+    assert host.snapshot(run_id)["status"] == "completed"
+    payload = resolved(host, run_id)
+    counted = [v["voter"] for v in payload["x-votes"]]
+    assert len(counted) == len(set(counted)) == 3
+    assert payload["editedArtifactData"] == {"by": counted[-1]}
+    assert payload["resolvedBy"]["subjectId"] == counted[-1]
+    for voter, outcome in outcomes.items():
+        if voter in counted:
+            assert isinstance(outcome, dict), outcome
+        else:
+            assert isinstance(outcome, InterruptAlreadyResolved), outcome
+    assert count("review:past") == 1
+
+
 def test_override_bypasses_quorum(host: WopHost) -> None:
     run_id, _ = start(host, approval_graph(required_approvals=3, override_bypasses_quorum=True))
     # Without the override right, an accept is one ordinary vote.

@@ -1,8 +1,10 @@
 """Quorum identity over HTTP (a real uvicorn server, the official client): one person is one vote.
 
 A vote's identity is the authenticated principal, or the approver a link was minted for; nothing
-in a resume value (``voter``, ``decidedBy``) confers identity. The gate is ``pair``: two approvals
-from ``[alice, bob]``.
+in a resume value (``voter``, ``decidedBy``) confers identity, except for a key holding
+``approvals:delegate`` (mailer), whose vote counts for the voter it names. Every vote counts once,
+whatever its action. The gates (tests/server/quorum_graphs.py): ``pair``, two approvals from
+``[alice, bob]``; ``pair-edit``, the same offering every action; ``trio``, three of anyone, majority.
 """
 
 from __future__ import annotations
