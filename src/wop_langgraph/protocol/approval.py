@@ -61,9 +61,11 @@ class _Resume(WireModel):
     decided_at: DateTimeStr
     """When the decision was made (RFC 3339); every resume carries it."""
     decided_by: NonEmptyStr | None = None
-    """Who decided, as the caller states it; opaque. The host records its own Subject anyway."""
+    """Who decided, as the caller states it; opaque. The host records its own Subject anyway
+    (and counts the vote for it, unless the caller holds ``approvals:delegate``: host/delegation.py)."""
     voter: NonEmptyStr | None = None
-    """Distinguishes votes toward a quorum when one credential casts several (conformance suite)."""
+    """The voter a delegate casts the vote for (``approvals:delegate``; the conformance suite casts
+    a quorum's votes with one credential); from anyone else it is recorded and ignored."""
     feedback: str | None = None
 
 
