@@ -39,6 +39,7 @@ __all__ = [
     "mint",
     "require_intent",
     "verify",
+    "verify_signed",
 ]
 
 Intent = Literal["resolve", "inspect"]
@@ -276,6 +277,25 @@ def verify(keys: SigningKeys, token: str, *, now: datetime) -> TokenClaims:
         ValueError: ``now`` is naive.
     """
     now = _aware(now, "now")
+    claims = verify_signed(keys, token)
+    if now >= claims.expires_at:
+        raise InterruptExpired(
+            f"the interrupt token expired at {_format_time(claims.expires_at)}",
+            details={"expiresAt": _format_time(claims.expires_at)},
+        )
+    return claims
+
+
+def verify_signed(keys: SigningKeys, token: str) -> TokenClaims:
+    """Check a token's grammar, alg, kid, MAC and payload, but not its expiry.
+
+    For a caller that must tell who signed what even after the token expired: an idempotent
+    replay of a request made while the token was valid answers its recorded response (the MAC
+    still proves the token is this host's). Anything that acts on the token uses :func:`verify`.
+
+    Raises:
+        InterruptTokenInvalid: as :func:`verify`.
+    """
     if len(token) > MAX_TOKEN_LENGTH:
         raise _invalid("too_long", f"the token is longer than {MAX_TOKEN_LENGTH} characters")
     # Decided by the prefix, never by segment count (SPEC_NOTES §5); legacy v1 tokens are refused
@@ -302,13 +322,7 @@ def verify(keys: SigningKeys, token: str, *, now: datetime) -> TokenClaims:
     if not hmac.compare_digest(expected.encode("ascii"), mac.encode("ascii")):
         raise _invalid("mac", "the token's mac does not match")
 
-    claims = _decode_payload(payload, kid)
-    if now >= claims.expires_at:
-        raise InterruptExpired(
-            f"the interrupt token expired at {_format_time(claims.expires_at)}",
-            details={"expiresAt": _format_time(claims.expires_at)},
-        )
-    return claims
+    return _decode_payload(payload, kid)
 
 
 def is_approver(text: object) -> bool:

@@ -56,6 +56,9 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     """Run workers until SIGINT/SIGTERM; returns the exit status."""
     args = build_parser().parse_args(argv)
     from wop_langgraph.host import WopHost
+    from wop_langgraph.log_redaction import install_log_redaction
+
+    install_log_redaction()  # callbacks and notices carry live tokens: none may reach a log line
 
     url = args.database_url or os.environ.get("WOP_DATABASE_URL") or "sqlite:///wop.db"
     if normalize_url(url).get_backend_name() == "postgresql":

@@ -14,10 +14,11 @@ from langgraph.types import Command
 
 from tests.host._graphs import ALICE, CUSTOM_RESUME_SCHEMA, State
 from tests.host._support import HostFactory
+from tests.host.nine_kinds import turn
 from tests.nodes import _graphs as g
 from tests.nodes._trace import plain_config, without_key
 from wop_langgraph.host import Membership, Principal
-from wop_langgraph.nodes import request_approval
+from wop_langgraph.nodes import close_conversation, request_approval, start_conversation
 from wop_langgraph.protocol.errors import CapabilityRequired, ValidationError, WopError
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
 
@@ -214,3 +215,30 @@ def test_a_gate_inside_a_subgraph_is_named_parent_dot_child_in_both_worlds(make_
     host.resolve(run_id, "parent.child", accept, ALICE)
     (completed,) = [e for e in host.events(run_id) if e["type"] == "run.completed"]
     assert completed["payload"]["outputs"] == plain
+
+
+def test_waiting_conversation_calls_under_plain_langgraph() -> None:
+    """``conversation.start`` and ``conversation.close`` suspend with their OpenWOP payloads and
+    take the other party's ConversationTurn, checked as under the host."""
+
+    def body(state: State) -> Any:
+        conversation = start_conversation(title="Help", wait_for_join=True)
+        close_conversation(conversation, reason="done", confirm=True)
+        return {"result": conversation}
+
+    graph = g.build("chat", body, checkpointer=InMemorySaver())
+    config = plain_config()
+    (joining,) = graph.invoke({}, config)["__interrupt__"]
+    parse_interrupt_payload(joining.value)
+    assert joining.value["kind"] == "conversation.start"
+    assert joining.value["data"]["title"] == "Help"
+    with pytest.raises(ValidationError):
+        graph.invoke(Command(resume={"text": "hi"}), config)
+    (closing,) = graph.invoke(Command(resume=turn(0, "hi")), config)["__interrupt__"]
+    assert closing.value["kind"] == "conversation.close"
+    assert closing.value["data"] == {
+        "conversationId": joining.value["data"]["conversationId"],
+        "reason": "done",
+    }
+    result = graph.invoke(Command(resume=turn(1, "bye")), config)
+    assert result["result"] == joining.value["data"]["conversationId"]

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import httpx
 
@@ -37,16 +37,16 @@ def served(
     sweep: float = 0,
     extra_args: Sequence[str] = (),
     extra_env: Mapping[str, str] | None = None,
+    output: IO[bytes] | None = None,
 ) -> Iterator[str]:
     """A server process over ``db_url``; yields its base URL and stops it afterwards.
 
     ``extra_args`` are appended to the ``serve`` command line (e.g. ``["--conversations"]``),
-    ``extra_env`` to its environment.
+    ``extra_env`` to its environment; ``output``, when given, receives its stdout and stderr.
     """
-    with served_process(db_url, target=target, sweep=sweep, extra_args=extra_args, extra_env=extra_env) as (
-        base,
-        _,
-    ):
+    with served_process(
+        db_url, target=target, sweep=sweep, extra_args=extra_args, extra_env=extra_env, output=output
+    ) as (base, _):
         yield base
 
 
@@ -58,6 +58,7 @@ def served_process(
     sweep: float = 0,
     extra_args: Sequence[str] = (),
     extra_env: Mapping[str, str] | None = None,
+    output: IO[bytes] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Like :func:`served`, also yielding the process (a crash test may SIGKILL it).
 
@@ -88,7 +89,9 @@ def served_process(
         "warning",
         *extra_args,
     ]
-    process = subprocess.Popen(command, env=env, cwd=REPO)
+    process = subprocess.Popen(
+        command, env=env, cwd=REPO, stdout=output, stderr=subprocess.STDOUT if output is not None else None
+    )
     try:
         deadline = time.monotonic() + 120  # generous: a loaded machine imports slowly
         while True:

@@ -125,7 +125,7 @@ def test_discovery_lists_the_loaded_fixtures(server: Server, talking: Server) ->
     assert len(listed) == 21
     assert "conversationPrimitive" not in caps.raw
     record = talking.alice.discovery_capabilities().families["conversationPrimitive"]
-    assert (record.status, record.witness) == ("experimental", "witnessable-gated")
+    assert (record.status, record.witness) == ("experimental", "claims-check")
 
 
 def test_noop_completes(server: Server) -> None:

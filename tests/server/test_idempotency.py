@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 
 import httpx
 
-from tests.server.conftest import ALICE, assert_error, at_rest, started_run
+from tests.host._graphs import approval_graph
+from tests.server.conftest import ALICE, assert_error, at_rest, make_settings, serving, started_run
+from wop_langgraph._clock import utcnow
+from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.ids import project_id
+from wop_langgraph.server import create_app
 from wop_langgraph.server.idempotency import REPLAY_HEADER
 
 
@@ -100,3 +105,50 @@ async def test_cancel_replay(client: httpx.AsyncClient) -> None:
     again = await client.post(f"/runs/{wire}/cancel", json={}, headers={**ALICE, "Idempotency-Key": k})
     assert first.status_code == again.status_code == 200 and again.headers[REPLAY_HEADER] == "true"
     assert_error(await client.post(f"/runs/{wire}/cancel", json={}, headers=ALICE), 409, "run_terminal")
+
+
+async def test_a_replay_after_the_token_expired_answers_the_recorded_response(db_url: str) -> None:
+    """A same-key replay of a token resolve answers what was recorded while the token was valid,
+    even once the token has expired; the MAC is still checked, and a new key is judged on expiry."""
+    offset = timedelta()
+
+    def clock() -> datetime:
+        return utcnow() + offset
+
+    host = WopHost.from_url(db_url, clock=clock)
+    host.register("approve", approval_graph())
+    app = create_app(host, make_settings(db_url))
+    try:
+        async with serving(app) as client:
+            run_id, snapshot = await started_run(client, "approve")
+            assert snapshot["status"] == "waiting-approval"
+            minted = await client.post(
+                f"/runs/{project_id(run_id)}/interrupts/review/tokens", json={"ttlSeconds": 60}, headers=ALICE
+            )
+            assert minted.status_code == 201, minted.text
+            token = minted.json()["token"]
+            k = key()
+            vote = {"resumeValue": {"action": "accept"}}
+            first = await client.post(f"/interrupts/{token}", json=vote, headers={"Idempotency-Key": k})
+            assert first.status_code == 200, first.text
+            assert (await at_rest(client, run_id))["status"] == "completed"
+            offset = timedelta(seconds=61)  # the token has expired
+            again = await client.post(f"/interrupts/{token}", json=vote, headers={"Idempotency-Key": k})
+            assert again.status_code == 200, again.text
+            assert again.json() == first.json()
+            assert again.headers[REPLAY_HEADER] == "true"
+            # A new request with the expired token is judged on expiry, and a forged token
+            # under the recorded key gets nothing: the MAC is checked before any replay.
+            assert_error(
+                await client.post(f"/interrupts/{token}", json=vote, headers={"Idempotency-Key": key()}),
+                410,
+                "interrupt_expired",
+            )
+            forged = token[:-1] + ("A" if token[-1] != "A" else "B")
+            assert_error(
+                await client.post(f"/interrupts/{forged}", json=vote, headers={"Idempotency-Key": k}),
+                401,
+                "interrupt_token_invalid",
+            )
+    finally:
+        host.saver.close()

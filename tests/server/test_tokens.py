@@ -319,3 +319,24 @@ async def test_reviewer_page(client: httpx.AsyncClient) -> None:
         headers={"Content-Type": "application/x-www-form-urlencoded"},
     )
     assert answered.status_code == 200 and "<dt>Which colour?</dt><dd>blue</dd>" in answered.text
+
+
+async def test_group_and_role_refs_a_host_does_not_honour_bind_nobody_at_mint(db_url: str) -> None:
+    """A host without ``group``/``role`` ref kinds ignores ``approverGroupRefs`` /
+    ``approverRoleRefs`` at mint as it does at resolve: the gate admits anyone, so an anonymous
+    resolve link for it is minted (not refused 400), decides it, and a callback link could too."""
+    host = WopHost.from_url(db_url)  # ref_kinds: principal only
+    host.register("refs", approval_graph(group_refs=["reviewers"], role_refs=["admin"]))
+    app = create_app(host, make_settings(db_url))
+    try:
+        async with serving(app) as client:
+            run_id = await suspended(client, "refs")
+            link = await token_for(client, run_id)  # no approver named
+            assert "approver" not in link
+            decided = await client.post(
+                f"/interrupts/{link['token']}", json={"resumeValue": {"action": "accept"}}
+            )
+            assert decided.status_code == 200, decided.text
+            assert (await at_rest(client, run_id))["status"] == "completed"
+    finally:
+        host.saver.close()

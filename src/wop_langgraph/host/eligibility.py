@@ -25,19 +25,30 @@ def bearer_only(profiles: Iterable[str] | None) -> bool:
     return AUTH_REQUIRED in (profiles or ())
 
 
-def counts_votes(payload: Mapping[str, Any]) -> bool:
+def counts_votes(payload: Mapping[str, Any], ref_kinds: Iterable[str]) -> bool:
     """Whether an interrupt is a gate whose decision depends on who votes.
 
-    True for an ``approval`` that needs more than one approval or names its approvers
-    (``approversList``, ``approverGroupRefs``, ``approverRoleRefs``), whether or not the host
-    honours group and role references: a link for such a gate must name the approver it is for.
+    True for an ``approval`` that needs more than one approval, or names its approvers in a way
+    the host honours: ``approversList``, and ``approverGroupRefs`` / ``approverRoleRefs`` only
+    when ``ref_kinds`` holds ``group`` / ``role``. A link for such a gate must name the approver
+    it is for. Group and role references a host does not honour bind nobody (interrupt.md
+    §Approver enforcement), here exactly as in :func:`check_eligible`.
     """
     if payload.get("kind") != "approval":
         return False
     data = payload.get("data") or {}
-    return int(data.get("requiredApprovals") or 1) > 1 or any(
-        data.get(member) for member in ("approversList", "approverGroupRefs", "approverRoleRefs")
-    )
+    return int(data.get("requiredApprovals") or 1) > 1 or bool(_named_approvers(data, ref_kinds))
+
+
+def _named_approvers(
+    data: Mapping[str, Any], ref_kinds: Iterable[str]
+) -> tuple[list[str], list[str], list[str]] | None:
+    """The approvers, groups and roles a gate names that bind on this host; ``None`` if none."""
+    kinds = frozenset(ref_kinds)
+    approvers = list(data.get("approversList") or [])
+    groups = list(data.get("approverGroupRefs") or []) if "group" in kinds else []
+    roles = list(data.get("approverRoleRefs") or []) if "role" in kinds else []
+    return (approvers, groups, roles) if approvers or groups or roles else None
 
 
 def check_eligible(
@@ -56,12 +67,10 @@ def check_eligible(
     Raises:
         Forbidden: the principal is not an eligible approver (403).
     """
-    kinds = frozenset(ref_kinds)
-    approvers = data.get("approversList") or []
-    groups = (data.get("approverGroupRefs") or []) if "group" in kinds else []
-    roles = (data.get("approverRoleRefs") or []) if "role" in kinds else []
-    if not (approvers or groups or roles):
+    named = _named_approvers(data, ref_kinds)
+    if named is None:
         return
+    approvers, groups, roles = named
     if principal.subject_id in approvers:
         return
     if (groups or roles) and membership is not None:

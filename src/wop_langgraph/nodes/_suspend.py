@@ -22,6 +22,7 @@ from wop_langgraph.nodes._context import NodeCall, current_call
 from wop_langgraph.nodes._delivery import DELIVERY_MARK, Delivery
 from wop_langgraph.nodes._plain import note_host_only, suspend_plain
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
+from wop_langgraph.protocol.secret_schemas import refuse_secret_schemas
 
 __all__ = ["AUTH_REQUIRED", "DELIVERY_MARK", "ENVELOPE_MARK", "PROFILES", "Delivery", "suspend", "timeout_ms"]
 
@@ -61,8 +62,9 @@ def suspend(
     host-only (once per node) and the interrupt waits until it is resumed.
 
     Raises:
-        ValidationError: the payload is malformed (before anything is recorded), or, outside
-            the host, the resume value does not fit the interrupt (the interrupt stays pending).
+        ValidationError: the payload is malformed or one of its schemas asks for a secret
+            (before anything is recorded), or, outside the host, the resume value does not fit
+            the interrupt (the interrupt stays pending).
     """
     call = call or current_call()
     payload: dict[str, Any] = {"kind": kind, "data": data}
@@ -71,6 +73,7 @@ def suspend(
     millis = timeout_ms(timeout)
     if millis:
         payload["timeoutMs"] = millis
+    refuse_secret_schemas(payload)
     if not call.hosted:
         if millis:
             note_host_only(

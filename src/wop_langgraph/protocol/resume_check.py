@@ -13,6 +13,7 @@ from typing import Any
 
 from wop_langgraph._clock import iso_z
 from wop_langgraph.protocol.approval import ApprovalResume, parse_approval_resume
+from wop_langgraph.protocol.conversation import ConversationTurn
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 
@@ -42,6 +43,9 @@ def check_resume_value(
         _check_answers(data["questions"], value)
     elif kind == "external-event":
         _check_correlation(data.get("correlation", {}), value)
+    elif kind in ("conversation.start", "conversation.close"):
+        # The other party joins, or confirms the close, with their turn (conversation-turn.schema.json).
+        ConversationTurn.from_wire(value, what=f"resumeValue (the {kind} turn)")
     elif kind == "conversation.exchange" and data.get("outcomeSchema") is not None:
         validate_against_schema(
             value, data["outcomeSchema"], what="resumeValue (the exchange's outcomeSchema)"

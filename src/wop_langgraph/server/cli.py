@@ -88,10 +88,12 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from wop_langgraph.host import WopHost
+    from wop_langgraph.log_redaction import install_log_redaction
     from wop_langgraph.notify.serving import notifier_from_settings
     from wop_langgraph.server import ConfigurationError, Settings, create_app
     from wop_langgraph.store.engine import normalize_url
 
+    install_log_redaction()  # review links carry live tokens: none may reach a log line
     overrides: dict[str, Any] = {"database_url": args.database_url} if args.database_url else {}
     if args.workers is not None:
         overrides["workers"] = args.workers

@@ -191,7 +191,9 @@ class CallbackDelivery:
         # and each approver's link is minted for them (POST .../tokens with "approver").
         # An auth-required gate is decided by a bearer only: its callback can merely show it.
         bearer = bearer_only(record.profiles)
-        intent: Intent = "inspect" if counts_votes(record.payload) or bearer else "resolve"
+        intent: Intent = (
+            "inspect" if counts_votes(record.payload, self._host.ref_kinds) or bearer else "resolve"
+        )
         try:
             minted = mint_for(self._keys, record, intent=intent, now=self._host.clock(), ttl=self._ttl)
         except WopError as exc:

@@ -1,10 +1,16 @@
 """``GET /.well-known/openwop``: the closed v2 discovery root, with an ``ETag``.
 
-Only what this host actually does is claimed: the ``interrupt`` family (hs256 tokens, the
-approver reference kinds the host honours, callback delivery to ``createRun.callbackUrl``), the
-``replay`` family (fork in ``replay`` and ``branch`` mode, ``GET /host/effect-seams``), the
-``conversationPrimitive`` family when conversations are enabled, and ``fixtures[]`` listing the
-WorkflowDefinitions the host loaded.
+Only what this host actually does is claimed, each family as a v2 capability record (presence
+is the claim; schemas/v2/capabilities.schema.json is closed, so no v1 ``supported`` flags): the
+``interrupt`` family (hs256 tokens, the approver reference kinds the host honours, callback
+delivery to ``createRun.callbackUrl``); the ``replay`` family (fork in ``replay`` and ``branch``
+mode, ``GET /host/effect-seams``: in v2 that record *is* the recorded-outcome suppression claim,
+and the closed record has no ``sideEffectSuppression`` member); the ``agents`` family, because
+an ``agent.decided`` below the run's escalation threshold suspends with ``low-confidence``;
+``conversationPrimitive`` when conversations are enabled; ``oauth`` with
+``credentialInterrupt: true`` when credential interrupts are; and ``fixtures[]`` listing the
+WorkflowDefinitions the host loaded. Each record's ``witness`` is the one
+``spec/v2/declaration.json`` gives its family.
 """
 
 from __future__ import annotations
@@ -51,18 +57,23 @@ def discovery_document(state: ServerState) -> dict[str, Any]:
         "modes": ["replay", "branch"],
         "effectSeamsManifest": "/host/effect-seams",
     }
+    # escalate_on_low_confidence: agent.decided, then a low-confidence suspend below threshold.
+    document["agents"] = _record("witnessable-gated")
     fixtures = state.host.registry.definition_ids()
     if fixtures:
         document["fixtures"] = fixtures  # the loaded WorkflowDefinitions (serve --definitions)
     if state.host.options.conversations:
         # core.conversationGate and the conversation.* kinds (capabilities.md §conversationPrimitive).
-        document["conversationPrimitive"] = {
-            "status": "experimental",
-            "since": "2.0",
-            "until": INTERRUPT_UNTIL,
-            "witness": "witnessable-gated",
-        }
+        document["conversationPrimitive"] = _record("claims-check")
+    if state.host.options.credentials:
+        # request_credential suspends on kind: credential (oauth.md §The credential interrupt).
+        document["oauth"] = {**_record("witnessable-gated"), "credentialInterrupt": True}
     return document
+
+
+def _record(witness: str) -> dict[str, Any]:
+    """An experimental capability record this host began serving at 2.0."""
+    return {"status": "experimental", "since": "2.0", "until": INTERRUPT_UNTIL, "witness": witness}
 
 
 @router.get("/.well-known/openwop")

@@ -32,7 +32,7 @@ def link_approver(
             approver is not eligible for the gate (403).
     """
     if approver is None:
-        if intent == "resolve" and counts_votes(record.payload):
+        if intent == "resolve" and counts_votes(record.payload, host.ref_kinds):
             raise ValidationError(
                 "this gate counts each approver's vote: name the approver the link is for "
                 "(the 'approver' member, a subjectId)",

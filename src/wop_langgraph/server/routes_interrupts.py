@@ -3,7 +3,9 @@
 The token is the only credential. Verification order: grammar, alg, kid, MAC (``401
 interrupt_token_invalid``), expiry (``410 interrupt_expired``), intent (``403 forbidden``), then
 the interrupt's state (``409 interrupt_already_resolved``). A browser asking for ``text/html``
-gets the reviewer page instead of JSON.
+gets the reviewer page instead of JSON. A resolve with an ``Idempotency-Key`` already recorded
+answers its recorded response even after the token expired (the MAC is still checked); only a
+new request is judged on expiry.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from wop_langgraph.server.bodies import ResolveBody
 from wop_langgraph.server.idempotency import check_key, run_idempotent
 from wop_langgraph.server.state import ServerState, server_state
 from wop_langgraph.server.token_actions import inspect_token, resolve_with_token
-from wop_langgraph.tokens import require_intent, verify
+from wop_langgraph.tokens import require_intent, verify_signed
 
 __all__ = ["router"]
 
@@ -49,8 +51,10 @@ def resolve_by_token(
     if idempotency_key is None:
         _, result = resolve_with_token(state, token, body.resumeValue)
         return JSONResponse(result)
-    # The idempotency record needs the tenant, which only a verified token can say.
-    claims = verify(state.signing_keys, token, now=state.host.clock())
+    # The idempotency record needs the tenant, which only a signed token can say. Expiry is left
+    # to the action (resolve_with_token verifies again): a replay of an answer given while the
+    # token was valid is no new use of it, so it answers as recorded after the token expired.
+    claims = verify_signed(state.signing_keys, token)
     require_intent(claims, "resolve")
 
     def action() -> tuple[int, dict[str, Any]]:

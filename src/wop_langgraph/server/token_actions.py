@@ -142,7 +142,7 @@ def resolve_with_token(
     require_intent(claims, "resolve")
     record = pending_for_token(state.host, claims)
     refuse_bearer_only(record)
-    if claims.approver is None and counts_votes(record.payload):
+    if claims.approver is None and counts_votes(record.payload, state.host.ref_kinds):
         # Never minted by this server; refused so that no link can vote without an identity.
         raise Forbidden("this link names no approver, and this gate counts each approver's vote")
     result = state.host.resolve(
