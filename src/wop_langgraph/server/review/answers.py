@@ -29,6 +29,8 @@ class AnswerPage(GatePage):
     """``kind: custom``, and the page of any kind no other page claims."""
 
     LABEL = "Your answer"
+    BUTTON = "Send answer"
+    SENDS = "Sends your answer; the run continues with it."
 
     def title(self, payload: Mapping[str, Any]) -> str:
         said = data_of(payload).get("payload")
@@ -58,8 +60,8 @@ class AnswerPage(GatePage):
             post_to,
             "answer",
             form_error(errors) + render_fields(self.fields(payload), form, errors),
-            button="Send answer",
-            explain="Sends your answer; the run continues with it.",
+            button=self.BUTTON,
+            explain=self.SENDS,
         )
 
     def value(self, payload: Mapping[str, Any], form: Form) -> Any:
@@ -77,6 +79,8 @@ class ConversationPage(AnswerPage):
     """``conversation.start``, ``conversation.exchange`` and ``conversation.close``: one turn each."""
 
     LABEL = "Your reply"
+    BUTTON = "Send reply"
+    SENDS = "Sends your reply; the conversation goes on with it."
 
     def title(self, payload: Mapping[str, Any]) -> str:
         data = data_of(payload)

@@ -75,7 +75,7 @@ class ApprovalPage(GatePage):
     def describe(self, payload: Mapping[str, Any]) -> str:
         data = data_of(payload)
         parts: list[str] = []
-        if data.get("description"):
+        if data.get("description") and str(data["description"]).strip() != self.title(payload).strip():
             parts.append(f'<p class="lead">{escape(str(data["description"]))}</p>')
         if "artifactData" in data:
             parts.append(f"<h2>{self.artifact_heading(payload)}</h2>{self.show_artifact(payload)}")
