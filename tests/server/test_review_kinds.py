@@ -9,6 +9,7 @@ nothing. The same pages in a real browser: ``test_reviewer_browser.py``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,12 +18,14 @@ import pytest
 
 from tests.server.conftest import ALICE, READER, assert_error, at_rest, make_settings, serving
 from tests.server.review_graphs import CONNECT_URL, TOOL_NODE, WORKFLOWS
+from wop_langgraph import ApprovalPolicy
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server import create_app
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 HTML = {"Accept": "text/html"}
+HOUR = timedelta(hours=1)
 
 
 @pytest.fixture
@@ -30,6 +33,7 @@ def host(db_url: str) -> Iterator[WopHost]:
     host = WopHost.from_url(db_url, credentials=True, conversations=True)
     for workflow_id, graph in WORKFLOWS.items():
         host.register(workflow_id, graph)
+    host.register("inbox-timeout", WORKFLOWS["inbox"], approvals={"ask": ApprovalPolicy(timeout=HOUR)})
     try:
         yield host
     finally:
@@ -201,6 +205,16 @@ async def test_agent_inbox_speaks_its_own_actions_and_ignore_does_not_fail(clien
     assert empty.status_code == 400 and "Write your reply first." in empty.text
     await send(client, token, action="refine", text="Wait for the release notes.")
     assert await answer(client, run_id) == {"type": "response", "args": "Wait for the release notes."}
+
+
+async def test_a_timed_out_agent_inbox_gate_says_it_was_ignored(
+    client: httpx.AsyncClient, host: WopHost
+) -> None:
+    run_id, token, _ = await opened(client, "inbox-timeout")
+    assert host.sweep(host.clock() + 2 * HOUR) == 1
+    assert await answer(client, run_id) == {"type": "ignore", "args": None}
+    page = await client.get(f"/interrupts/{token}", headers=HTML)
+    assert page.status_code == 409 and "Timed out (ignored)" in page.text and "rejected" not in page.text
 
 
 async def test_middleware_batch_approves_one_call_and_rejects_another(client: httpx.AsyncClient) -> None:

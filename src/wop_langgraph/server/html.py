@@ -237,10 +237,13 @@ def _closed(review: TokenReview) -> HTMLResponse:
             "This request was already answered", f'<p class="outcome">{said}</p>{nothing}', status=409
         )
     if record.status == "expired":
-        closed = "closed as rejected" if is_approval else "closed"
+        # An approval's timeout is recorded as a rejection; its page says what that means here
+        # (an Agent Inbox gate: ignored, and the run goes on).
+        decided = page_for(record.payload).decided(record.payload, record) if is_approval else ""
+        said = f"Recorded: <strong>{escape(decided)}</strong>." if decided else "It was closed."
         return _page(
             "This request timed out",
-            f"<p>Nobody answered before its deadline, so it was {closed}.</p>{nothing}",
+            f"<p>Nobody answered before its deadline. {said}</p>{nothing}",
             status=409,
         )
     if review.run_status == "cancelled" or record.status == "cancelled":

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from wop_langgraph.server.review.fields import Field, Form, read_fields, render_field
+from wop_langgraph.server.review.fields import Field, Form, render_field
 from wop_langgraph.store.interrupts import InterruptRecord
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "form_error",
     "form_html",
     "pointer_parts",
+    "render_fields",
     "show",
     "show_members",
 ]
@@ -165,11 +166,6 @@ def form_html(
 def render_fields(fields: list[Field], form: Form | None, errors: Mapping[str, str]) -> str:
     """The fields' HTML, each with its error."""
     return "".join(render_field(f, form, errors.get(f.name)) for f in fields)
-
-
-def read_all(fields: list[Field], form: Form, prefix: str) -> Any:
-    """:func:`~.fields.read_fields` (re-exported for the pages)."""
-    return read_fields(fields, form, prefix=prefix)
 
 
 def pointer_parts(path: str) -> list[str]:

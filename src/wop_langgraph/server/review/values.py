@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from wop_langgraph.server.review.fields import Field, Form, initial_text, read_fields, widget_for
+from wop_langgraph.server.review.fields import Field, initial_text, widget_for
 
-__all__ = ["editor_fields", "read_editor", "schema_of"]
+__all__ = ["editor_fields", "schema_of"]
 
 _LONG_TEXT = 60  # characters: longer text gets a text area
 
@@ -54,11 +54,6 @@ def editor_fields(value: Any, schema: Mapping[str, Any] | None, *, name: str, la
             for key in members
         ]
     return [_member(name, label, schema, value, required=True)]
-
-
-def read_editor(fields: list[Field], form: Form, *, name: str) -> Any:
-    """The edited value (see :func:`~.fields.read_fields`)."""
-    return read_fields(fields, form, prefix=name)
 
 
 def _member(name: str, key: str, schema: Mapping[str, Any] | None, value: Any, *, required: bool) -> Field:
