@@ -235,6 +235,14 @@ async def test_middleware_batch_approves_one_call_and_rejects_another(client: ht
     assert snapshot["status"] == "completed"
 
 
+async def test_refine_of_a_text_artifact_takes_a_section_path(client: httpx.AsyncClient) -> None:
+    run_id, token, page = await opened(client, "text-review")
+    assert 'input type="text" name="sectionPath"' in page  # a text artifact: a path typed in
+    await send(client, token, action="refine", scope="section", sectionPath="/intro", text="Shorter.")
+    (resolved,) = await events(client, run_id, "interrupt.resolved")
+    assert resolved["refineFeedback"] == {"scope": "section", "sectionPath": "/intro", "text": "Shorter."}
+
+
 async def test_an_invalid_action_lists_only_what_the_gate_offers(client: httpx.AsyncClient) -> None:
     run_id, _, _ = await opened(client, "object-review")
     refused = await client.post(

@@ -74,3 +74,13 @@ def test_refusals_name_the_item_field() -> None:
     path = "/resumeValue/editedArtifactData/decisions/0/edited_action/args"
     assert page_for(payload).field_for_path(payload, path) == "item.0.decision"
     assert page_for(payload).field_for_path(payload, "/resumeValue/decisions/1/message") == "item.1.message"
+
+
+def test_a_per_call_gate_makes_one_decision() -> None:
+    payload = payload_for({"type": "tool_approval", "name": "delete_file", "args": {"path": "/tmp/a"}})
+    page = page_for(payload)
+    html = page.forms("/post", payload, None, {})
+    assert html.count('name="item.0.decision"') == 4 and "Send my decision<" in html
+    value = page.value(payload, _form(item_0_decision="3", item_0_message="It is gone already."))
+    assert value == {"type": "respond", "message": "It is gone already."}
+    assert normalize_resume(payload, value)["action"] == "edit-accept"

@@ -147,7 +147,7 @@ class ApprovalPage(GatePage):
             return self.edit_fields(payload)
         if name == "refine":
             return [
-                Field("sectionPath", "Section path, like /intro", required=False, input="text"),
+                _section_field(data_of(payload).get("artifactData")),
                 Field("itemIds", "Item ids, separated by commas", required=False, input="text"),
                 Field(
                     "text",
@@ -243,6 +243,20 @@ class ApprovalPage(GatePage):
     def decided(self, payload: Mapping[str, Any], record: InterruptRecord) -> str:
         action = str((record.resolution or {}).get("action") or "")
         return self.decision(payload, action)[0] if action in self.DECISIONS else ""
+
+
+def _section_field(artifact: Any) -> Field:
+    """Which section: a choice among an object artifact's members, else a path typed in."""
+    if isinstance(artifact, Mapping) and artifact:
+        pointers = ["/" + str(k).replace("~", "~0").replace("/", "~1") for k in artifact]
+        return Field(
+            "sectionPath",
+            "Which section",
+            schema={"enum": pointers},
+            required=False,
+            choices=tuple(str(k) for k in artifact),
+        )
+    return Field("sectionPath", "Section path, like /intro", required=False, input="text")
 
 
 def _scope_select(form: Form | None) -> str:
