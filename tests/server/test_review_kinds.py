@@ -183,6 +183,7 @@ async def test_agent_inbox_speaks_its_own_actions_and_ignore_does_not_fail(clien
     for words in ("Run with my edits", "Respond instead", "Ignore", "the run does not fail"):
         assert words in page
     assert "this step fails" not in page and "Reject" not in page
+    assert page.count("Send this email to ops@example.com?") == 2  # <title> and <h1>, not again below
     # The body is edited as text with its own line breaks, not as a JSON string.
     assert (
         '<textarea name="edited.body" rows="4">\nHello team,\nthe &lt;b&gt;release&lt;/b&gt; is out.' in page
