@@ -11,6 +11,7 @@ from tests.host._graphs import ALICE
 from tests.host._support import HostFactory, events, only_pending, payloads, start
 from wop_langgraph.examples.agent_inbox import build_graph
 from wop_langgraph.host import WopHost
+from wop_langgraph.protocol.errors import ValidationError
 
 INPUTS = {"to": "ops@example.com", "body": "Release today"}
 EDITED = {"to": "team@example.com", "body": "Release tomorrow"}
@@ -92,7 +93,10 @@ def test_a_config_without_edit_refuses_an_edit(host: WopHost) -> None:
     assert only_pending(host, run_id).payload["data"]["actions"] == ["accept", "reject"]
     assert only_pending(host, run_id).payload["data"]["title"] == "Review deploy"
     refuse(host, run_id, "review", [{"type": "edit", "args": {"action": "deploy", "args": {"env": "dev"}}}])
-    refuse(host, run_id, "review", [{"type": "response", "args": "no"}])
+    refuse(host, run_id, "review", [{"type": "response", "args": "no"}], "/resumeValue/0/type")
+    # The refusal lists what this gate allows, not every response type the Agent Inbox knows.
+    with pytest.raises(ValidationError, match=r"allows the response types accept, ignore$"):
+        host.resolve(run_id, "review", [{"type": "response", "args": "no"}], ALICE)
 
 
 @pytest.mark.parametrize(

@@ -104,9 +104,14 @@ def submit(base_url: str, token: str, fields: dict[str, str], said: str = "your 
 
 
 def option(html: str, field: str, label: str) -> str:
-    """The value the page's radio button ``label`` of ``field`` submits (options go by index)."""
+    """The value the page's radio button ``label`` of ``field`` submits (options go by index; a
+    label's words before a colon, ``Edit: run it with...``, name it)."""
     radios = re.findall(r'<input type="radio" name="([^"]+)" value="([^"]*)"[^>]*>\s*([^<]*)</label>', html)
-    (value,) = [v for name, v, text in radios if unescape(name) == field and unescape(text).strip() == label]
+    (value,) = [
+        v
+        for name, v, text in radios
+        if unescape(name) == field and unescape(text).strip().split(":")[0].lower() == label.lower()
+    ]
     return value
 
 
@@ -154,13 +159,18 @@ def test_hitl_middleware_over_http(base_url: str, alice: OpenwopClient) -> None:
 
     second = create(alice, "hitl-agent", {"messages": [{"role": "user", "content": "Ship it"}]})
     wait_for(alice, second, "waiting-approval", node)
-    rejected = submit(
-        base_url,
-        mint(base_url, second, node),
-        {"action": "reject", "feedback": "not now"},
-        said="your decision was recorded",
-    )
-    assert "Rejected" in rejected
+    token = mint(base_url, second, node)
+    html = page(base_url, token)
+    reject_all = {
+        f"item.{i}.{member}": value
+        for i in (0, 1)
+        for member, value in (
+            ("decision", option(html, f"item.{i}.decision", "reject")),
+            ("message", "not now"),
+        )
+    }
+    rejected = submit(base_url, token, reject_all, said="your decisions were recorded")
+    assert rejected.count("rejected: not now") == 2
     tools = {
         m["name"]: m["content"] for m in final_outputs(alice, second)["messages"] if m.get("type") == "tool"
     }
@@ -171,29 +181,22 @@ def test_hitl_middleware_over_http(base_url: str, alice: OpenwopClient) -> None:
     wait_for(alice, third, "waiting-approval", node)
     token = mint(base_url, third, node)
     html = page(base_url, token)
-    assert 'name="item.0.decision"' in html and 'name="item.1.args"' in html
+    assert 'name="item.0.decision"' in html and 'name="item.1.args.path"' in html
     edit, reject = option(html, "item.0.decision", "edit"), option(html, "item.1.decision", "reject")
     before = (alice.runs_poll_events(third).lastSequence, alice.runs_get(third).status)
-    broken = {
-        "action": "edit-accept",
-        "item.0.decision": edit,
-        "item.0.args": "{to:",
-        "item.1.decision": reject,
-    }
-    response = httpx.post(f"{base_url}/interrupts/{token}/form", data=broken)
-    assert response.status_code == 400 and 'id="error-item.0.args"' in response.text, response.text
-    undecided = {"action": "edit-accept", "item.0.decision": edit, "item.0.args": "{}"}
+    undecided = {"item.0.decision": edit, "item.0.args.to": "x@example.com", "item.0.args.subject": "R"}
     response = httpx.post(f"{base_url}/interrupts/{token}/form", data=undecided)
     assert response.status_code == 400 and 'id="error-item.1.decision"' in response.text, response.text
+    assert 'value="x@example.com"' in response.text  # the form comes back as the reviewer left it
     assert (alice.runs_poll_events(third).lastSequence, alice.runs_get(third).status) == before
     decided = {
-        "action": "edit-accept",
         "item.0.decision": edit,
-        "item.0.args": '{"to": "team@example.com", "subject": "Release"}',
+        "item.0.args.to": "team@example.com",
+        "item.0.args.subject": "Release",
         "item.1.decision": reject,
         "item.1.message": "keep the log",
     }
-    submit(base_url, token, decided, said="your decision was recorded")
+    submit(base_url, token, decided, said="your decisions were recorded")
     tools = {
         m["name"]: m["content"] for m in final_outputs(alice, third)["messages"] if m.get("type") == "tool"
     }

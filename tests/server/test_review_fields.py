@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from wop_langgraph.nodes.questions import CREDENTIAL_RESUME_SCHEMA
-from wop_langgraph.server.review_fields import (
+from wop_langgraph.server.review.fields import (
     Field,
     FormRefused,
     fields_for,
@@ -60,19 +60,29 @@ def test_values_are_read_as_their_schema_types() -> None:
     assert read(None, {"value": ["42"], "value.as": ["json"]}) == 42
 
 
-def test_refusals_speak_to_the_reviewer() -> None:
-    assert refusal({"enum": ["a"]}, {}) == "Choose one of the options."
-    assert refusal({"enum": ["a"]}, {"value": ["5"]}) == "Choose one of the options shown."  # a tampered form
+def test_refusals_name_the_field_and_say_what_is_allowed() -> None:
+    assert refusal({"enum": ["a", "b", "c"]}, {}) == "“Your answer”: choose a, b or c."
+    tampered = refusal({"enum": ["a"]}, {"value": ["5"]})
+    assert tampered == "“Your answer”: choose one of the options shown: a."
     assert "not a whole number" in refusal({"type": "integer"}, {"value": ["2.5"]})
     assert "not a number" in refusal({"type": "number"}, {"value": ["two"]})
-    assert refusal({"type": "number"}, {"value": ["nan"]}) == "Enter a finite number."
+    assert (
+        refusal({"type": "number"}, {"value": ["nan"]}) == "“Your answer”: enter a finite number, like 2.5."
+    )
     assert "not valid JSON" in refusal({"type": "object"}, {"value": ["{a: 1}"]})
     assert "not valid JSON" in refusal(None, {"value": ["NaN"], "value.as": ["json"]})
-    assert refusal(None, {"value": ["  "]}) == "Please write an answer."
-    # The schema's own rules are checked per field too (the host checks them again).
+    assert refusal(None, {"value": ["  "]}) == "“Your answer”: this is empty; enter an answer."
     assert (
-        refusal({"type": "string", "minLength": 3}, {"value": ["ab"]}) == "Not accepted: 'ab' is too short."
+        refusal({"type": "integer", "minimum": 1}, {})
+        == "“Your answer”: this is empty; enter a whole number at least 1."
     )
+    # The schema's own rules are checked per field too (the host checks them again).
+    short = refusal({"type": "string", "minLength": 3}, {"value": ["ab"]})
+    assert short == "“Your answer”: “ab” is too short; enter text of at least 3 characters."
+    small = refusal({"type": "number", "exclusiveMinimum": 0, "maximum": 1}, {"value": ["0"]})
+    assert small == "“Your answer”: “0” is too small; enter a number over 0 and at most 1."
+    fmt = refusal({"type": "string", "format": "date"}, {"value": ["tomorrow"]})
+    assert fmt == "“Your answer”: “tomorrow” is not accepted; enter a date, like 2026-12-31."
 
 
 def test_an_object_of_simple_members_gets_one_input_per_member() -> None:
@@ -92,3 +102,35 @@ def test_rendering_escapes_and_keeps_what_was_typed() -> None:
     # A text area keeps a leading newline (HTML drops the first one after the tag).
     area = render_field(Field("edited", "Text", initial="\nindented", text_only=True), None, None)
     assert ">\n\nindented</textarea>" in area
+
+
+def test_titles_descriptions_defaults_and_formats_shape_the_fields() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "when": {"title": "When", "type": "string", "format": "date-time", "description": "In UTC."},
+            "size": {"title": "Size", "enum": ["S", "M", "L"], "default": "M"},
+            "site": {"type": "string", "format": "uri"},
+        },
+    }
+    fields = fields_for(schema, name="value", label="Your answer")
+    assert [(f.label, f.hint, f.initial) for f in fields] == [
+        ("When", "In UTC.", ""),
+        ("Size", "", "1"),
+        ("site", "", ""),
+    ]
+    html = "".join(render_field(f, None, None) for f in fields)
+    assert '<input type="datetime-local" name="value.when"' in html and 'type="url"' in html
+    assert 'value="1" checked> M' in html
+    # A datetime-local value has no zone: it is read as UTC.
+    form = {"value.when": ["2026-12-24T18:30"], "value.size": ["2"], "value.site": ["https://x.test"]}
+    assert read_fields(fields, form, prefix="value") == {
+        "when": "2026-12-24T18:30:00Z",
+        "size": "L",
+        "site": "https://x.test",
+    }
+
+
+def test_a_free_answer_is_text_unless_a_developer_asks_for_json() -> None:
+    html = render_field(Field("value", "Your answer"), None, None)
+    assert "Send as" not in html and "<details" in html and 'type="checkbox" name="value.as"' in html

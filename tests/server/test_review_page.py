@@ -30,7 +30,7 @@ async def test_an_action_the_gate_does_not_offer_is_refused_in_the_form(client: 
     forged = await client.post(
         f"/interrupts/{token}/form", content=b"action=edit-accept&edited=x", headers=FORM
     )
-    assert forged.status_code == 400 and "Choose one of the buttons below." in forged.text
+    assert forged.status_code == 400 and "answered only with: Accept, Reject." in forged.text
     assert "openwop-version" not in forged.headers
     too_big = await client.post(
         f"/interrupts/{token}/form", content=b"feedback=" + b"x" * 70_000, headers=FORM

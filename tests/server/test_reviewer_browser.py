@@ -24,7 +24,7 @@ from playwright.sync_api import Browser, Page
 from tests.browser import chromium
 from tests.server.conftest import ALICE, READER
 from tests.server.process import served
-from tests.server.review_graphs import OBJECT_ARTIFACT, TEXT_ARTIFACT
+from tests.server.review_graphs import CONNECT_URL, EMAIL_ARGS, OBJECT_ARTIFACT, TEXT_ARTIFACT, TOOL_NODE
 from wop_langgraph.protocol.ids import project_id
 
 pytestmark = pytest.mark.slow
@@ -38,7 +38,8 @@ DEVELOPER_WORDS = re.compile(r"Traceback|\bmac\b|base64|kid|ow2\.|interrupt_toke
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db = tmp_path_factory.mktemp("reviewer") / "wop.db"
-    with served(f"sqlite:///{db}", target="tests.server.review_graphs:WORKFLOWS") as base:
+    target = "tests.server.review_graphs:WORKFLOWS"
+    with served(f"sqlite:///{db}", target=target, extra_args=["--credentials", "--conversations"]) as base:
         yield base
 
 
@@ -115,9 +116,9 @@ def resolved(base: str, run_id: str) -> dict[str, Any]:
         time.sleep(0.1)
 
 
-def link(base: str, run_id: str, **body: object) -> str:
+def link(base: str, run_id: str, node: str = "ask", **body: object) -> str:
     response = httpx.post(
-        f"{base}/runs/{project_id(run_id)}/interrupts/ask/tokens", json=body, headers=ALICE, timeout=30
+        f"{base}/runs/{project_id(run_id)}/interrupts/{node}/tokens", json=body, headers=ALICE, timeout=30
     )
     assert response.status_code == 201, response.text
     return str(response.json()["url"])
@@ -229,26 +230,33 @@ def test_ask_keeps_the_request_open_then_edit_accept_records_the_edit(
     shoot(page, "06-used-link")
 
 
-def test_object_artifact_edits_as_validated_json(base_url: str, page: Page, shoot: Any) -> None:
+def test_object_artifact_edits_member_by_member(base_url: str, page: Page, shoot: Any) -> None:
     run_id = start(base_url, "object-review")
     page.goto(link(base_url, run_id))
-    assert "<img src=x onerror=alert(1)>" in page.inner_text("pre") and page.locator("img").count() == 0
-    editor = action_form(page, "edit-accept").locator("textarea[name=edited]")
-    assert editor.get_attribute("class") == "code"
-    assert json.loads(editor.input_value()) == OBJECT_ARTIFACT
-    bad = '{"title": "v2", "items": [1, 2,]}'
-    editor.fill(bad)
-    action_form(page, "edit-accept").locator("button").click()
-    shoot(page, "07-edit-json-refused")
+    assert "<img src=x onerror=alert(1)>" in page.inner_text(".members") and page.locator("img").count() == 0
     form = action_form(page, "edit-accept")
-    assert "not valid JSON" in error_beside(page, form, "edited")
-    assert form.locator("textarea[name=edited]").input_value() == bad
+    # Each member by its type: text, a JSON list, a checkbox; prefilled with the artifact.
+    assert form.locator("input[type=text][name='edited.title']").input_value() == OBJECT_ARTIFACT["title"]
+    assert json.loads(form.locator("textarea[name='edited.items']").input_value()) == [1, 2]
+    assert form.locator("input[type=checkbox][name='edited.live']").is_checked()
+    form.locator("input[name='edited.title']").fill("v2")
+    form.locator("textarea[name='edited.items']").fill("[1, 2,]")
+    form.locator("button").click()
+    shoot(page, "07-edit-member-refused")
+    form = action_form(page, "edit-accept")
+    assert "“items”: this is not valid JSON" in error_beside(page, form, "edited.items")
+    assert form.locator("textarea[name='edited.items']").input_value() == "[1, 2,]"
     assert snapshot(base_url, run_id)["status"] == "waiting-approval"
 
-    form.locator("textarea[name=edited]").fill('{"title": "v2", "items": [1, 2]}')
+    form.locator("textarea[name='edited.items']").fill("[1, 2, 3]")
+    form.locator("input[name='edited.live']").uncheck()
     form.locator("button").click()
     assert page.inner_text(".outcome") == "Decision recorded: Accepted with your edits"
-    assert resolved(base_url, run_id)["editedArtifactData"] == {"title": "v2", "items": [1, 2]}
+    assert resolved(base_url, run_id)["editedArtifactData"] == {
+        "title": "v2",
+        "items": [1, 2, 3],
+        "live": False,
+    }
 
 
 def test_reject_names_the_decision(base_url: str, page: Page, shoot: Any) -> None:
@@ -299,13 +307,14 @@ def test_clarification_inputs_follow_each_schema(base_url: str, page: Page, shoo
     page.fill("input[name='answer.name']", "<b>A</b>")
     page.click("button[type=submit]")
     shoot(page, "11-clarification-refused")
-    assert "Choose one of the options" in page.inner_text("fieldset")
+    assert "“Which colour?”: choose red, green or blue." in page.inner_text("fieldset")
     assert page.locator("select[name='answer.region']").input_value() == "4"  # kept as chosen
     assert page.is_checked("input[name='answer.urgent']")
     assert page.input_value("input[name='answer.name']") == "<b>A</b>" and page.locator("b").count() == 0
     page.check("input[name='answer.colour'] >> nth=2")
     page.click("button[type=submit]")
-    assert "greater than the maximum of 10" in page.inner_text("[id='error-answer.count']")
+    count_error = page.inner_text("[id='error-answer.count']")
+    assert count_error == "“How many copies?”: “11” is too large; enter a whole number from 1 to 10."
     assert page.input_value("input[name='answer.budget']") == "2.5"
     page.fill("input[name='answer.count']", "3")
     page.click("button[type=submit]")
@@ -327,8 +336,10 @@ def test_clarification_inputs_follow_each_schema(base_url: str, page: Page, shoo
 def test_raw_interrupt_takes_plain_text(base_url: str, page: Page, shoot: Any) -> None:
     run_id = start(base_url, "raw")
     page.goto(link(base_url, run_id))
-    assert '"note": "Ship it? Answer <b>yes</b> or no."' in page.inner_text("pre.code")  # shown, escaped
-    assert page.is_checked("input[name='value.as'][value=text]")
+    shown = page.inner_text(".members")  # what the run says, member by member, escaped
+    assert "note\nShip it? Answer <b>yes</b> or no." in shown and page.locator("b").count() == 0
+    # Text by default; no "send as" jargon: JSON is a developer's option, folded away.
+    assert "Send as" not in page.inner_text("body") and not page.is_visible("input[name='value.as']")
     shoot(page, "13-raw-interrupt")
     page.fill("textarea[name=value]", "yes")
     page.click("button[type=submit]")
@@ -342,13 +353,14 @@ def test_raw_interrupt_takes_json_when_asked_and_refuses_bad_json(
 ) -> None:
     run_id = start(base_url, "raw")
     page.goto(link(base_url, run_id))
-    page.check("input[name='value.as'][value=json]")
+    page.click("details.more summary")  # opens without JavaScript
+    page.check("input[name='value.as']")
     page.fill("textarea[name=value]", "{ships: true}")
     page.click("button[type=submit]")
     shoot(page, "14-raw-json-refused")
     assert "not valid JSON" in page.inner_text("[id='error-value']")
     assert page.input_value("textarea[name=value]") == "{ships: true}"
-    assert page.is_checked("input[name='value.as'][value=json]")
+    assert page.is_checked("input[name='value.as']")
     page.fill("textarea[name=value]", '{"ships": true}')
     page.click("button[type=submit]")
     assert resolved(base_url, run_id)["resumeValue"] == {"ships": True}
@@ -421,3 +433,142 @@ def test_the_example_review_publishes_the_reviewers_edit(
         )
         completed = [e for e in events.json()["events"] if e["type"] == "run.completed"]
         assert completed[0]["payload"]["outputs"]["published"] == "We are happy to announce v1, today."
+
+
+def test_low_confidence_keeps_or_replaces_in_words(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "low-confidence")
+    page.goto(link(base_url, run_id))
+    facts = page.inner_text(".facts")
+    assert "refund-agent" in facts and "0.42 (42%)" in facts and "0.7 (70%)" in facts
+    shoot(page, "21-low-confidence")
+    # A reviewer types words, not JSON; the replacement starts from the agent's decision.
+    replace = page.locator("#answer-replace")
+    assert replace.locator("input[name=decision]").input_value() == "refund"
+    replace.locator("input[name=decision]").fill("yes, refund is fine")
+    replace.locator("button").click()
+    assert "You replaced the agent's decision with:" in page.inner_text(".outcome")
+    shoot(page, "22-low-confidence-replaced")
+    assert resolved(base_url, run_id)["resumeValue"] == {"decision": "yes, refund is fine"}
+
+
+def test_low_confidence_object_decision_refuses_beside_the_member(
+    base_url: str, page: Page, shoot: Any
+) -> None:
+    run_id = start(base_url, "low-confidence-object")
+    page.goto(link(base_url, run_id))
+    shoot(page, "23-low-confidence-object")
+    replace = page.locator("#answer-replace")
+    replace.locator("input[name='decision.amountEuros']").fill("2.5")
+    replace.locator("button").click()
+    shoot(page, "24-low-confidence-object-refused")
+    replace = page.locator("#answer-replace")
+    said = error_beside(page, replace, "decision.amountEuros")
+    assert said == "“amountEuros”: “2.5” is not a whole number; enter digits only, like 3."
+    page.locator("#answer-keep button").click()
+    assert page.inner_text(".outcome") == "You kept the agent's decision."
+    assert resolved(base_url, run_id)["resumeValue"] == {"ratify": True}
+
+
+def test_external_event_says_what_is_awaited_without_a_form(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "event")
+    page.goto(link(base_url, run_id))
+    shoot(page, "25-external-event")
+    assert "payment.settled" in page.inner_text(".lead")
+    assert "orderId\nA-1001" in page.inner_text(".members") and "customer\nacme" in page.inner_text(
+        ".members"
+    )
+    assert page.locator("form").count() == 0 and "arrives on its own" in page.inner_text(".note")
+
+
+def test_credential_links_to_connect_and_records_the_outcome(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "credential")
+    page.goto(link(base_url, run_id))
+    shoot(page, "26-credential")
+    assert page.inner_text("h1") == "Please connect your GitHub account"
+    assert page.get_attribute("a.connect", "href") == CONNECT_URL
+    assert page.get_attribute("a.connect", "rel") == "noopener noreferrer"
+    page.locator("#answer-authorized button").click()
+    assert page.inner_text(".outcome") == "You said you connected the account."
+    shoot(page, "27-credential-recorded")
+    assert resolved(base_url, run_id)["resumeValue"] == {"outcome": "authorized"}
+
+
+def test_conversation_turn_asks_with_its_schema(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "conversation")
+    page.goto(link(base_url, run_id))
+    assert page.inner_text(".text") == "Thanks for choosing us!\nWhich plan, and how many seats?"
+    page.check("input[name='value.plan'] >> nth=1")
+    page.fill("input[name='value.seats']", "80")
+    page.click("button[type=submit]")
+    shoot(page, "28-conversation-refused")
+    said = page.inner_text("[id='error-value.seats']")
+    assert said == "“Seats”: “80” is too large; enter a whole number from 1 to 50."
+    assert page.is_checked("input[name='value.plan'] >> nth=1")
+    page.fill("input[name='value.seats']", "3")
+    page.click("button[type=submit]")
+    assert page.inner_text("h1") == "Thank you: your answer was recorded"
+    assert resolved(base_url, run_id)["resumeValue"] == {"plan": "pro", "seats": 3}
+
+
+def test_schema_formats_give_their_inputs(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "survey")
+    page.goto(link(base_url, run_id))
+    shoot(page, "29-survey-formats")
+    assert page.get_attribute("input[name='value.email']", "type") == "email"
+    assert page.get_attribute("input[name='value.day']", "type") == "date"
+    assert page.is_checked("input[name='value.priority'][value='1']")  # the default, "high"
+    page.fill("input[name='value.email']", "nobody")
+    page.fill("input[name='value.day']", "2026-12-24")
+    page.fill("input[name='value.code']", "B-1")
+    page.click("button[type=submit]")
+    shoot(page, "30-survey-refused")
+    assert page.inner_text("[id='error-value.code']") == (
+        "“Order code”: “B-1” is not accepted; enter text in the form A-1234."
+    )
+    assert page.input_value("input[name='value.day']") == "2026-12-24"
+    page.fill("input[name='value.email']", "me@example.com")
+    page.fill("input[name='value.code']", "A-1234")
+    page.click("button[type=submit]")
+    value = resolved(base_url, run_id)["resumeValue"]
+    assert value == {"email": "me@example.com", "day": "2026-12-24", "priority": "high", "code": "A-1234"}
+
+
+def test_agent_inbox_gate_speaks_its_actions(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "inbox")
+    page.goto(link(base_url, run_id))
+    shoot(page, "31-agent-inbox")
+    buttons = page.locator("button").all_inner_texts()
+    assert buttons == ["Accept", "Run with my edits", "Respond instead", "Ignore"]
+    assert "the run does not fail" in action_form(page, "reject").inner_text()
+    assert "this step fails" not in page.inner_text("body")
+    body = action_form(page, "edit-accept").locator("textarea[name='edited.body']").input_value()
+    assert body == EMAIL_ARGS["body"]  # its own line breaks, not "\n"
+    action_form(page, "reject").locator("button").click()
+    assert page.inner_text(".outcome") == "Decision recorded: Ignored"
+    assert "the agent goes on without it" in page.inner_text("body")
+    shoot(page, "32-agent-inbox-ignored")
+    wait_for(base_url, run_id, ("completed",))
+
+
+def test_middleware_batch_is_decided_row_by_row(base_url: str, page: Page, shoot: Any) -> None:
+    run_id = start(base_url, "tool-calls")
+    page.goto(link(base_url, run_id, node=TOOL_NODE))
+    shoot(page, "33-tool-calls")
+    rows = page.locator("fieldset.item")
+    assert rows.count() == 2
+    assert "\\n" not in page.inner_text("body") and "{'" not in page.inner_text("body")
+    subject = rows.nth(0).locator("textarea[name='item.0.args.subject']").input_value()
+    assert subject == "Release 1.0\nis out"
+    rows.nth(0).get_by_label("Approve: run it as shown").check()
+    page.click("button[type=submit]")
+    shoot(page, "34-tool-calls-refused")
+    assert page.inner_text("[id='error-item.1.decision']") == "Choose a decision for this tool call."
+    page.locator("fieldset.item").nth(1).get_by_label("Reject", exact=False).first.check()
+    page.fill("textarea[name='item.1.message']", "Keep the log.")
+    page.click("button[type=submit]")
+    assert page.inner_text("h1") == "Thank you: your decisions were recorded"
+    assert "rejected: Keep the log." in page.inner_text(".answers")
+    shoot(page, "35-tool-calls-recorded")
+    decisions = resolved(base_url, run_id)["resumeValue"]["editedArtifactData"]["decisions"]
+    assert decisions == [{"type": "approve"}, {"type": "reject", "message": "Keep the log."}]
+    wait_for(base_url, run_id, ("completed",))

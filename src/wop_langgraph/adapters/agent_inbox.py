@@ -79,12 +79,13 @@ class AgentInboxInterrupt:
 
     def normalize(self, payload: dict[str, Any], value: Any) -> Any:
         """The OpenWOP approval resume for a ``HumanResponse`` (list), or ``value`` checked as sent."""
+        offered = [kind for kind, action in _FROM_RESPONSE.items() if action in payload["data"]["actions"]]
         if isinstance(value, list):
             if len(value) != 1:
                 raise invalid("send exactly one HumanResponse for a HumanInterrupt", "")
-            return _from_response(value[0], "/0")
+            return _from_response(value[0], "/0", offered)
         if isinstance(value, dict) and "type" in value and "action" not in value:
-            return _from_response(value, "")
+            return _from_response(value, "", offered)
         if isinstance(value, dict):
             _check_openwop(value)
         return value
@@ -108,12 +109,12 @@ def _title(action: str, description: Any) -> str:
     return f"Review {action}"
 
 
-def _from_response(response: Any, path: str) -> dict[str, Any]:
+def _from_response(response: Any, path: str, offered: list[str]) -> dict[str, Any]:
     if not isinstance(response, dict):
         raise invalid("a HumanResponse is an object {type, args}", path)
     kind, args = response.get("type"), response.get("args")
-    if kind not in _FROM_RESPONSE:
-        raise invalid("a HumanResponse type is accept, edit, response or ignore", path + "/type")
+    if kind not in offered:  # the gate's config allows these; not every type the Agent Inbox knows
+        raise invalid(f"this HumanInterrupt allows the response types {', '.join(offered)}", path + "/type")
     action = _FROM_RESPONSE[kind]
     if action == "edit-accept":
         if not isinstance(args, dict) or not isinstance(args.get("args"), dict):

@@ -33,12 +33,14 @@ def check_resume_value(
     data = payload.get("data", {})
     parsed: ApprovalResume | None = None
     if kind == "approval":
-        parsed = parse_approval_resume(value, default_decided_at=iso_z(received_at))
-        if parsed.action not in data["actions"]:
+        action = value.get("action") if isinstance(value, dict) else None
+        if isinstance(action, str) and action not in data["actions"]:
+            # Checked first: the gate's own actions, not every action the protocol knows.
             raise ValidationError(
-                f"action {parsed.action!r} is not allowed here; allowed: {', '.join(data['actions'])}",
-                details={"path": "/resumeValue/action", "allowed": list(data["actions"])},
+                f"action {action!r} is not allowed here; allowed: {', '.join(data['actions'])}",
+                details={"path": "/resumeValue/action", "rule": "enum", "allowed": list(data["actions"])},
             )
+        parsed = parse_approval_resume(value, default_decided_at=iso_z(received_at))
     elif kind == "clarification":
         _check_answers(data["questions"], value)
     elif kind == "external-event":

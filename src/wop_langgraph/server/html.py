@@ -23,8 +23,8 @@ from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph._clock import as_utc
 from wop_langgraph.protocol.errors import ValidationError, WopError
-from wop_langgraph.server import review_forms
-from wop_langgraph.server.review_fields import Form, FormRefused, reviewer_message
+from wop_langgraph.server.review import Options, page_for
+from wop_langgraph.server.review.fields import Form, FormRefused, reviewer_message
 from wop_langgraph.server.state import ServerState, server_state
 from wop_langgraph.server.token_actions import TokenReview, resolve_with_token, review_token
 
@@ -44,14 +44,23 @@ _STYLE: Final = (
     ".field{margin:.75rem 0;border:0;padding:0}.field>label,.label{display:block}"
     "legend,.label{font-weight:600;padding:0}.hint{color:#666;font-size:.9rem;font-weight:normal}"
     ".check{display:block;margin:.2rem 0}.check.inline{display:inline;margin-left:.75rem}"
-    "input[type=number]{max-width:14rem}textarea,input[type=text],input[type=number],select{width:100%;box-sizing:border-box;font:inherit;"
+    "input[type=number]{max-width:14rem}textarea,input[type=text],input[type=number],input[type=email],"
+    "input[type=url],input[type=date],input[type=time],input[type=datetime-local],select{width:100%;"
+    "box-sizing:border-box;font:inherit;"
     "padding:.35rem;margin-top:.25rem}textarea.code,pre{font-family:ui-monospace,monospace;font-size:.9rem}"
     "button{margin-top:.5rem;padding:.45rem 1.1rem;font:inherit;cursor:pointer}"
     "button.danger{color:#a40000}.explain{margin:.75rem 0 .25rem}"
     ".error{color:#a40000;font-weight:600;margin:.25rem 0}[aria-invalid=true]{border:2px solid #a40000}"
     ".answers dt{font-weight:600;margin-top:.5rem}.answers dd{margin:0 0 0 1rem;white-space:pre-wrap}"
     ".outcome{font-size:1.15rem}.note{background:#fff8e1;border:1px solid #f0d98c;border-radius:6px;"
-    "padding:.5rem .75rem}.send-as{margin-top:.25rem;font-size:.92rem}"
+    "padding:.5rem .75rem}details.more{margin-top:.25rem;font-size:.92rem;color:#444}"
+    ".members,.facts{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem;margin:.5rem 0}"
+    ".members dt,.facts dt{font-weight:600}.members dd,.facts dd{margin:0;overflow-wrap:anywhere}"
+    ".members pre,.facts pre{margin:0}.text-inline{white-space:pre-wrap}"
+    "fieldset.item{border:1px solid #d8d8de;border-radius:8px;margin:1rem 0;padding:.25rem 1rem .75rem}"
+    "fieldset.item>legend{font-weight:600;padding:0 .3rem}fieldset.args{border:1px dashed #ccc;"
+    "border-radius:6px;padding:.25rem .75rem}fieldset.args>legend{font-size:.92rem;color:#444}"
+    "h3{font-size:1rem;margin:.75rem 0 .25rem}a.connect{font-weight:600}"
 )
 _FAILURES: Final[Mapping[str, tuple[str, str]]] = {
     "interrupt_token_invalid": (
@@ -78,13 +87,6 @@ _UNKNOWN_FAILURE: Final = (
     "Your answer was not recorded. Please try again in a minute; if it keeps failing, "
     "tell the person who sent you this link.",
 )
-_DECISIONS: Final[Mapping[str, tuple[str, str]]] = {
-    "accept": ("Accepted", "The run continues."),
-    "edit-accept": ("Accepted with your edits", "The run continues with your edited version."),
-    "refine": ("Sent back for changes", "The run continues with your feedback."),
-    "reject": ("Rejected", "This step has failed; the run stops unless it has a path for rejections."),
-    "timeout": ("Timed out (rejected)", "Nobody answered before the deadline."),
-}
 
 
 def wants_html(request: Request) -> bool:
@@ -128,16 +130,18 @@ def _submit(state: ServerState, token: str, form: Form) -> HTMLResponse:
     if not review.answerable:  # a view-only link, or a gate only a signed-in reviewer may answer
         return _review(state, token, review, status=403)
     payload = review.record.payload
+    page = page_for(payload)
+    if page.why_no_form(payload, _options(state)):
+        return _review(state, token, review, status=403)
     try:
-        value = review_forms.resume_value(payload, form)
+        value = page.value(payload, form)
     except FormRefused as refused:
         return _review(state, token, review, form=form, errors=refused.errors, status=400)
     try:
         resolve_with_token(state, token, value)
     except ValidationError as exc:
         path = str((exc.details or {}).get("path", ""))
-        field = review_forms.field_for_path(payload, path)
-        errors = {field: reviewer_message(exc)}
+        errors = {page.field_for_path(payload, path): reviewer_message(exc)}
         return _review(state, token, review, form=form, errors=errors, status=400)
     except WopError as exc:
         if exc.code != "interrupt_already_resolved":
@@ -159,15 +163,19 @@ def _review(
     status: int = 200,
 ) -> HTMLResponse:
     payload = review.record.payload
-    parts = [_who_asked(state, review), review_forms.describe(payload)]
+    page = page_for(payload)
+    parts = [_who_asked(state, review), page.describe(payload)]
     if errors:
         parts.append(
             '<p class="note" role="alert">Your answer was not sent: please check the message '
             "beside the field and send it again.</p>"
         )
-    if review.answerable:
+    no_form = page.why_no_form(payload, _options(state))
+    if review.answerable and no_form:
+        parts.append(f'<p class="note">{escape(no_form)}</p>')
+    elif review.answerable:
         post_to = f"/interrupts/{token}/form"
-        parts.append(review_forms.forms(post_to, payload, form, errors))
+        parts.append(page.forms(post_to, payload, form, errors or {}))
     elif review.claims.intent == "resolve":  # openwop-interrupt-auth-required
         parts.append(
             '<p class="note">This request must be answered by a signed-in reviewer, not through a '
@@ -178,7 +186,11 @@ def _review(
             '<p class="note">This link lets you view the request, not answer it. To answer, ask the '
             "person who sent it for a link that allows answering.</p>"
         )
-    return _page(review_forms.title_of(payload), "".join(parts), status=status)
+    return _page(page.title(payload), "".join(parts), status=status)
+
+
+def _options(state: ServerState) -> Options:
+    return Options(event_form=state.settings.review_event_form)
 
 
 def _who_asked(state: ServerState, review: TokenReview) -> str:
@@ -204,36 +216,9 @@ def _outcome(state: ServerState, token: str, payload: Mapping[str, Any], value: 
         record = review_token(state, token).record
     except WopError:
         record = None
-    if payload.get("kind") != "approval":
-        return _page(
-            "Thank you: your answer was recorded",
-            f"{review_forms.show_answer(payload, value)}<p>The run continues with it.</p>",
-        )
-    action = str(value.get("action"))
     back = f'<p><a href="/interrupts/{escape(token, quote=True)}">Back to the request</a></p>'
-    if record is not None and record.is_pending:
-        if action == "ask":
-            return _page(
-                "Your question was received",
-                "<p>Nothing was decided: the request is still open, and this link still works "
-                f"for a decision.</p>{back}",
-            )
-        needed = int((payload.get("data") or {}).get("requiredApprovals") or 1)
-        votes = len(record.votes or [])
-        vote = _DECISIONS.get(action, (action, ""))[0]
-        return _page(
-            "Thank you: your vote was counted",
-            f'<p class="outcome">Your vote: <strong>{escape(vote)}</strong></p>'
-            f"<p>Votes so far: {votes}. This request needs {needed} reviewers to accept it; it stays "
-            "open until enough reviewers have answered.</p>",
-        )
-    decided = str(((record.resolution or {}) if record is not None else {}).get("action") or action)
-    label, next_step = _DECISIONS.get(decided, (decided, ""))
-    return _page(
-        "Thank you: your decision was recorded",
-        f'<p class="outcome">Decision recorded: <strong>{escape(label)}</strong></p>'
-        f"<p>{escape(next_step)}</p>",
-    )
+    answered = page_for(payload).answered(payload, value, record, back)
+    return _page(answered.title, answered.body)
 
 
 def _closed(review: TokenReview) -> HTMLResponse:
@@ -243,19 +228,22 @@ def _closed(review: TokenReview) -> HTMLResponse:
     nothing = "<p>There is nothing left to do with this link.</p>"
     if record.status == "resolved":
         when = f" on {_when(record.resolved_at)}" if record.resolved_at is not None else ""
-        action = str((record.resolution or {}).get("action") or "")
-        if is_approval and action in _DECISIONS:
-            said = f"Decision recorded{when}: <strong>{escape(_DECISIONS[action][0])}</strong>."
+        decided = page_for(record.payload).decided(record.payload, record)
+        if decided:
+            said = f"Decision recorded{when}: <strong>{escape(decided)}</strong>."
         else:
             said = f"An answer was recorded{when}."
         return _page(
             "This request was already answered", f'<p class="outcome">{said}</p>{nothing}', status=409
         )
     if record.status == "expired":
-        closed = "closed as rejected" if is_approval else "closed"
+        # An approval's timeout is recorded as a rejection; its page says what that means here
+        # (an Agent Inbox gate: ignored, and the run goes on).
+        decided = page_for(record.payload).decided(record.payload, record) if is_approval else ""
+        said = f"Recorded: <strong>{escape(decided)}</strong>." if decided else "It was closed."
         return _page(
             "This request timed out",
-            f"<p>Nobody answered before its deadline, so it was {closed}.</p>{nothing}",
+            f"<p>Nobody answered before its deadline. {said}</p>{nothing}",
             status=409,
         )
     if review.run_status == "cancelled" or record.status == "cancelled":

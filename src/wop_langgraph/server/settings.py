@@ -57,6 +57,9 @@ class Settings(BaseSettings):
         max_string_chars: the longest string or object key in a JSON request body.
         max_id_chars: the longest id in a path (``runId``, ``nodeId``).
         events_page_size: the most events one poll answers or one SSE read fetches.
+        review_event_form: whether the reviewer page of an ``external-event`` gate offers a form
+            to deliver the event by hand (off: the event comes from a system; the page only
+            says what is awaited).
         request_threads: threads that run blocking request handlers (default: the size of
             the database connection pool, so that a burst queues for a thread instead of
             opening connections it closes again).
@@ -84,6 +87,7 @@ class Settings(BaseSettings):
     max_id_chars: int = Field(default=512, ge=64, le=4096)
     events_page_size: int = Field(default=1000, ge=1, le=100_000)
     request_threads: int | None = Field(default=None, ge=1)
+    review_event_form: bool = False
     callback_allow: AllowList | None = Field(default=None, exclude=True)
     """Test-only egress allowance for a loopback receiver; never set from the environment."""
     # Notifications (wop_langgraph.notify; off unless a directory is given). See the README.

@@ -2,10 +2,13 @@
 
 Plain HTML only (the page runs with JavaScript off): ``enum`` becomes choices (radio buttons, or
 a select for long lists), ``boolean`` a checkbox, ``integer``/``number`` a number input,
-``string`` a text input, ``object``/``array`` a JSON text area, and a value with no usable
-schema a text area whose answer is sent as text unless the reviewer picks JSON. Reading a field
-back gives the JSON value, or :class:`FormRefused` with a message for a person beside the field;
-the host still validates the whole value against the schema afterwards.
+``string`` a text input (an email, web address, date or time input for those ``format``s),
+``object``/``array`` a JSON text area, and a value with no usable schema a text area whose
+answer is sent as text (a developer may tick "read it as JSON" under "More options"). A
+schema's ``title`` labels the field, its ``description`` is the hint, its ``default`` the
+initial value. Reading a field back gives the JSON value, or :class:`FormRefused` with a
+message for a person beside the field that names the field and says what is allowed; the host
+still validates the whole value against the schema afterwards.
 """
 
 from __future__ import annotations
@@ -19,16 +22,20 @@ from typing import Any, Final, Literal
 
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
+from wop_langgraph.server.review.reasons import allowed, choices_text, option_text, refused
 
 __all__ = [
     "Field",
     "Form",
     "FormRefused",
     "fields_for",
+    "initial_text",
+    "one_field",
     "read_fields",
     "render_field",
     "reviewer_message",
     "submitted",
+    "widget_for",
 ]
 
 Form = Mapping[str, Sequence[str]]
@@ -46,6 +53,14 @@ _TYPE_WIDGETS: Final[Mapping[str, Widget]] = {
     "array": "json",
 }
 _SIMPLE: Final = frozenset({"choice", "checkbox", "integer", "number", "text"})
+# The HTML input of a string ``format``; datetime-local sends no zone: read back as UTC.
+_FORMAT_INPUTS: Final[Mapping[str, str]] = {
+    "email": "email",
+    "uri": "url",
+    "date": "date",
+    "date-time": "datetime-local",
+    "time": "time",
+}
 
 
 class FormRefused(Exception):
@@ -60,9 +75,12 @@ class FormRefused(Exception):
 class Field:
     """One form field: its form ``name``, the ``label`` a reviewer reads, and the schema of its value.
 
-    ``initial`` is the text shown before anything was submitted; ``text_only`` makes a
-    schema-less field send text alone (no "send as JSON" choice); ``input`` overrides the
-    input the schema would get; ``missing`` is the message when a required field is left empty.
+    ``initial`` is the text shown before anything was submitted (for choices: the index of
+    the option chosen first; for a checkbox: ``"true"``); ``text_only`` makes a schema-less
+    field send text alone (no "read it as JSON" option); ``input`` overrides the input the
+    schema would get; ``missing`` is the message when a required field is left empty;
+    ``empty_text`` makes an emptied text field the empty string rather than a missing answer;
+    ``choices`` are the words shown for each ``enum`` option (else the option itself).
     """
 
     name: str
@@ -74,6 +92,8 @@ class Field:
     text_only: bool = False
     input: Widget | None = None
     missing: str = ""
+    empty_text: bool = False
+    choices: tuple[str, ...] = ()
 
     @property
     def widget(self) -> Widget:
@@ -93,8 +113,29 @@ def widget_for(schema: Mapping[str, Any] | None) -> Widget:
     return _TYPE_WIDGETS.get(kind, "free") if isinstance(kind, str) else "free"
 
 
+def initial_text(schema: Mapping[str, Any] | None, value: Any) -> str:
+    """The text a field for ``schema`` shows for ``value`` (a default, or a value being edited)."""
+    widget = widget_for(schema)
+    if widget == "choice":
+        options = list((schema or {}).get("enum") or [])
+        return str(options.index(value)) if value in options else ""
+    if widget == "checkbox":
+        return "true" if value is True else ""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if widget == "json" or widget == "free":
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False)
+
+
 def fields_for(schema: Mapping[str, Any] | None, *, name: str, label: str, initial: str = "") -> list[Field]:
-    """The fields for one value: one per property of an object of simple members, else one field."""
+    """The fields for one value: one per property of an object of simple members, else one field.
+
+    A member's ``title`` (else its name) labels it, its ``description`` is the hint, its
+    ``default`` fills it in.
+    """
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
     if (
         isinstance(schema, Mapping)
@@ -110,10 +151,26 @@ def fields_for(schema: Mapping[str, Any] | None, *, name: str, label: str, initi
                 label=str(sub.get("title") or sub.get("description") or prop),
                 schema=sub,
                 required=prop in required,
+                hint=str(sub["description"]) if sub.get("title") and sub.get("description") else "",
+                initial=initial_text(sub, sub["default"]) if "default" in sub else "",
             )
             for prop, sub in properties.items()
         ]
-    return [Field(name=name, label=label, schema=schema, initial=initial)]
+    return [one_field(schema, name=name, label=label, initial=initial)]
+
+
+def one_field(
+    schema: Mapping[str, Any] | None, *, name: str, label: str, initial: str = "", titled: bool = True
+) -> Field:
+    """One field for a whole value: the schema's ``title`` labels it (unless ``titled`` is false),
+    its ``description`` is the hint, its ``default`` fills it in."""
+    hint = ""
+    if isinstance(schema, Mapping):
+        label = str(schema.get("title") or label) if titled else label
+        hint = str(schema.get("description") or "")
+        if not initial and "default" in schema:
+            initial = initial_text(schema, schema["default"])
+    return Field(name=name, label=label, schema=schema, initial=initial, hint=hint)
 
 
 def read_fields(fields: Sequence[Field], form: Form, *, prefix: str) -> Any:
@@ -137,7 +194,7 @@ def read_fields(fields: Sequence[Field], form: Form, *, prefix: str) -> Any:
             try:
                 validate_against_schema(value, dict(field.schema), what="the answer")
             except ValidationError as exc:
-                errors[field.name] = reviewer_message(exc)
+                errors[field.name] = _schema_refusal(field, value, exc)
                 continue
         values[field.name] = value
     if errors:
@@ -176,7 +233,7 @@ def render_field(field: Field, form: Form | None, error: str | None) -> str:
     after = ""
     widget = field.widget
     if widget == "choice":
-        return _render_choice(field, raw, label + hint, message, described)
+        return _render_choice(field, text, label + hint, message, described)
     if widget == "checkbox":
         checked = " checked" if (raw is not None if form is not None else field.initial == "true") else ""
         return (
@@ -196,30 +253,34 @@ def render_field(field: Field, form: Form | None, error: str | None) -> str:
             f'value="{escape(text, quote=True)}"{described}>'
         )
     elif widget == "text":
-        control = f'<input type="text" name="{name}" value="{escape(text, quote=True)}"{described}>'
+        kind = _FORMAT_INPUTS.get(str((field.schema or {}).get("format")), "text")
+        if kind == "datetime-local":
+            text = text.removesuffix("Z")[:16]
+        control = f'<input type="{kind}" name="{name}" value="{escape(text, quote=True)}"{described}>'
     else:
         rows = max(4 if field.required else 2, min(20, text.count("\n") + 2))
         css = ' class="code"' if widget == "json" else ""
         # HTML drops one newline right after <textarea>: write one so the text keeps its own.
         control = f'<textarea name="{name}" rows="{rows}"{css}{described}>\n{escape(text)}</textarea>'
         if widget == "free" and not field.text_only:
-            after = _render_send_as(field, form)  # its own labels: outside the field's label
+            after = _render_as_json(field, form)  # its own label: outside the field's label
     return f'<div class="field"><label>{label}{hint}{message}{control}</label>{after}</div>'
 
 
-def _render_choice(field: Field, raw: str | None, label: str, message: str, described: str) -> str:
+def _render_choice(field: Field, chosen: str, label: str, message: str, described: str) -> str:
     options = list((field.schema or {}).get("enum") or [])
+    words = [field.choices[i] if i < len(field.choices) else option_text(o) for i, o in enumerate(options)]
     name = escape(field.name, quote=True)
     if len(options) <= _RADIO_LIMIT:
         radios = "".join(
             f'<label class="check"><input type="radio" name="{name}" value="{i}"'
-            f"{' checked' if raw == str(i) else ''}{described}> {escape(_option_text(option))}</label>"
-            for i, option in enumerate(options)
+            f"{' checked' if chosen == str(i) else ''}{described}> {escape(text)}</label>"
+            for i, text in enumerate(words)
         )
         return f'<fieldset class="field"><legend>{label}</legend>{message}{radios}</fieldset>'
     choices = "".join(
-        f'<option value="{i}"{" selected" if raw == str(i) else ""}>{escape(_option_text(option))}</option>'
-        for i, option in enumerate(options)
+        f'<option value="{i}"{" selected" if chosen == str(i) else ""}>{escape(text)}</option>'
+        for i, text in enumerate(words)
     )
     return (
         f'<div class="field"><label>{label}{message}<select name="{name}"{described}>'
@@ -227,19 +288,16 @@ def _render_choice(field: Field, raw: str | None, label: str, message: str, desc
     )
 
 
-def _render_send_as(field: Field, form: Form | None) -> str:
+def _render_as_json(field: Field, form: Form | None) -> str:
+    # Folded away: a reviewer answers in words; a developer testing a gate may send data.
     as_json = submitted(form, f"{field.name}.as") == "json"
     name = escape(f"{field.name}.as", quote=True)
     return (
-        f'<div class="send-as">Send as: <label class="check inline"><input type="radio" name="{name}" '
-        f'value="text"{"" if as_json else " checked"}> text, exactly as written</label>'
-        f'<label class="check inline"><input type="radio" name="{name}" value="json"'
-        f"{' checked' if as_json else ''}> JSON (a number, true/false, a list or an object)</label></div>"
+        f'<details class="more"{" open" if as_json else ""}><summary>More options</summary>'
+        f'<label class="check"><input type="checkbox" name="{name}" value="json"'
+        f"{' checked' if as_json else ''}> Read my answer as JSON data (for developers: a number, "
+        "true/false, a list or an object)</label></details>"
     )
-
-
-def _option_text(option: Any) -> str:
-    return option if isinstance(option, str) else json.dumps(option, ensure_ascii=False)
 
 
 class _Refused(Exception):
@@ -247,6 +305,10 @@ class _Refused(Exception):
 
 
 _OMITTED: Final = object()
+
+
+def _named(field: Field, reason: str) -> str:
+    return f"“{field.label}”: {reason}" if field.label else reason[:1].upper() + reason[1:]
 
 
 def _read(field: Field, form: Form) -> Any:
@@ -259,35 +321,50 @@ def _read(field: Field, form: Form) -> Any:
         if raw is None or raw == "":
             if not field.required:
                 return _OMITTED
-            raise _Refused("Choose one of the options.")
+            raise _Refused(field.missing or _named(field, f"choose {choices_text(options)}."))
         if not raw.isdigit() or int(raw) >= len(options):
-            raise _Refused("Choose one of the options shown.")
+            raise _Refused(_named(field, f"choose one of the options shown: {choices_text(options)}."))
         return options[int(raw)]
     # Browsers send a text area's line breaks as CRLF; the value keeps the reviewer's text otherwise.
     text = (raw or "").replace("\r\n", "\n")
     if widget != "free":
         text = text.strip()
     if not text.strip():
+        if field.empty_text and widget in ("text", "free"):
+            return ""
         if not field.required:
             return _OMITTED
         if field.missing:
             raise _Refused(field.missing)
-        raise _Refused(
-            "Please enter a number." if widget in ("integer", "number") else "Please write an answer."
-        )
+        raise _Refused(_named(field, f"this is empty; enter {allowed(field.schema)}."))
     if widget == "integer":
         try:
             return int(text)
         except ValueError:
-            raise _Refused(f"“{text}” is not a whole number; enter digits only, like 3.") from None
+            raise _Refused(
+                _named(field, f"“{text}” is not a whole number; enter digits only, like 3.")
+            ) from None
     if widget == "number":
-        return _number(text)
+        return _number(field, text)
     if widget == "json" or (widget == "free" and submitted(form, f"{field.name}.as") == "json"):
-        return _json(text)
+        return _json(field, text)
+    if (field.schema or {}).get("format") == "date-time" and len(text) == 16 and text[10:11] == "T":
+        return text + ":00Z"  # a datetime-local input's value, read as UTC (the hint says so)
     return text
 
 
-def _number(text: str) -> int | float:
+def _schema_refusal(field: Field, value: Any, exc: ValidationError) -> str:
+    details = exc.details or {}
+    listed = details.get("errors")
+    first = listed[0] if isinstance(listed, list) and listed and isinstance(listed[0], dict) else {}
+    rule = str(first.get("rule") or details.get("rule") or "")
+    message = str(first.get("message") or exc.message)
+    if first.get("path"):  # inside a list or object: say where
+        return _named(field, f"not accepted at {first['path']}: {message}.")
+    return refused(field.label, field.schema, value, rule, message)
+
+
+def _number(field: Field, text: str) -> int | float:
     try:
         return int(text)
     except ValueError:
@@ -295,17 +372,19 @@ def _number(text: str) -> int | float:
     try:
         value = float(text)
     except ValueError:
-        raise _Refused(f"“{text}” is not a number; enter one like 2.5.") from None
+        raise _Refused(_named(field, f"“{text}” is not a number; enter one like 2.5.")) from None
     if not math.isfinite(value):
-        raise _Refused("Enter a finite number.")
+        raise _Refused(_named(field, "enter a finite number, like 2.5."))
     return value
 
 
-def _json(text: str) -> Any:
+def _json(field: Field, text: str) -> Any:
     try:
         return json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
-        raise _Refused(f"This is not valid JSON ({exc}). Check quotes, commas and brackets.") from None
+        raise _Refused(
+            _named(field, f"this is not valid JSON ({exc}). Check quotes, commas and brackets.")
+        ) from None
 
 
 def _no_constant(name: str) -> Any:
