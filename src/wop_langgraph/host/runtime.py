@@ -149,6 +149,7 @@ class WopHost:
                 Node API calls keep their own arguments.
 
         Raises:
+            TypeError: ``graph`` is not compiled (a ``StateGraph`` builder: call ``.compile()``).
             ValidationError: an unknown node in either mapping, or a policy no approval can carry.
         """
         self.registry.register(workflow_id, graph, rejection_routes or {}, approval_policies=approvals)
