@@ -30,6 +30,7 @@ from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ForkAwareRecorder
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
+from wop_langgraph.host.results import await_result, wait_result
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.host.worker import WorkerPool
 from wop_langgraph.nodes._context import DEFAULT_ESCALATION_THRESHOLD
@@ -37,6 +38,7 @@ from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, Ru
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
+from wop_langgraph.protocol.snapshot import RESULT_EXTENSION
 from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import one_statement, reading
@@ -367,6 +369,21 @@ class WopHost:
         with reading(self.engine) as conn:
             return [e.to_wire() for e in read_events(conn, run_id, after=after, limit=limit)]
 
+    def result(self, run_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """Wait for the run to complete and return its ``outputs`` (the graph's final state).
+
+        Queued work of the run is driven on the calling thread when no worker holds it (as
+        :meth:`create_run` does with ``wait=True``); a run waiting on an interrupt waits for
+        someone to resolve it (another thread, process or HTTP caller), up to ``timeout`` seconds.
+
+        Raises:
+            NotFound: no such run.
+            RunNotCompleted: the run failed (``error`` says why) or was cancelled.
+            TimeoutError: the run had not ended after ``timeout`` seconds (``None``: no limit).
+        """
+        self._run_row(run_id)
+        return wait_result(lambda: self._driven_snapshot(run_id), timeout)
+
     def pending_interrupts(self, run_id: str) -> list[InterruptRecord]:
         """The run's interrupts still waiting for a resolution, oldest first."""
         with reading(self.engine) as conn:
@@ -529,6 +546,15 @@ class WopHost:
         """Async :meth:`fork`."""
         return await asyncio.to_thread(self.fork, run_id, **options)
 
+    async def aresult(self, run_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """Async :meth:`result`: woken by the run's end as it commits, not by polling."""
+        await asyncio.to_thread(self._run_row, run_id)
+        return await await_result(
+            lambda: asyncio.to_thread(self._driven_snapshot, run_id),
+            signals_for(self.engine).watch(run_id),
+            timeout,
+        )
+
     async def asnapshot(self, run_id: str) -> dict[str, Any]:
         """Async :meth:`snapshot`."""
         return await asyncio.to_thread(self.snapshot, run_id)
@@ -575,6 +601,13 @@ class WopHost:
                 details={"path": "/configurable/run/escalationThreshold"},
             )
 
+    def _driven_snapshot(self, run_id: str) -> dict[str, Any]:
+        """The run's snapshot, after driving its queued work here if this host has no workers
+        (work a resolution queued while a waiter waits for the run's result)."""
+        if not self.has_workers:
+            self.executor.drive_until_idle(run_id)
+        return self.snapshot(run_id)
+
     def _run_row(self, run_id: str) -> Any:
         with reading(self.engine) as conn:
             row = get_run(conn, run_id)
@@ -618,6 +651,9 @@ def _snapshot_of(row: Any) -> dict[str, Any]:
             snap[name] = value
     if row.completed_at is not None:
         snap["completedAt"] = iso_z(row.completed_at)
+    if row.status == "completed" and row.outputs is not None:
+        # The closed v2 snapshot has no `outputs`; `extensions` is its seat for host state.
+        snap["extensions"] = {RESULT_EXTENSION: {"outputs": row.outputs}}
     return snap
 
 
