@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from wop_langgraph.host.driver import DriveSignal, jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, PendingClaim, RunOptions, run_option
 from wop_langgraph.host.foreground import Foreground
 from wop_langgraph.host.fork import fork_run
+from wop_langgraph.host.listing import InterruptPage, RunPage, answerable_page, run_page, utc_bound
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ForkAwareRecorder
@@ -43,7 +44,7 @@ from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
-from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
+from wop_langgraph.store.interrupts import InterruptRecord, PendingFilter, cancel_pending, interrupts_of_run
 from wop_langgraph.store.run_queue import (
     CANCEL_CHANNEL,
     QUEUE_CHANNEL,
@@ -56,7 +57,7 @@ from wop_langgraph.store.run_queue import (
     unqueued_stragglers,
 )
 from wop_langgraph.store.run_tables import runs_table
-from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
+from wop_langgraph.store.runs import TERMINAL_STATUSES, RunFilter, get_run
 from wop_langgraph.store.saver import SQLModelSaver
 
 if TYPE_CHECKING:
@@ -384,6 +385,60 @@ class WopHost:
         self._run_row(run_id)
         return wait_result(lambda: self._driven_snapshot(run_id), timeout)
 
+    def list_runs(
+        self,
+        tenant: str,
+        *,
+        status: str | None = None,
+        workflow_id: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        tags: Sequence[str] = (),
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> RunPage:
+        """A page of ``tenant``'s runs (``RunSnapshot`` dicts), newest first.
+
+        Filters combine (``tags``: runs carrying all of them; ``created_after`` inclusive,
+        ``created_before`` exclusive). ``limit`` is clamped to 200 (default 50); pass the page's
+        ``next_cursor`` as ``cursor`` for the next page (``None`` on the last).
+
+        Raises:
+            ValidationError: a malformed cursor, or a limit below 1.
+        """
+        where = RunFilter(status, workflow_id, utc_bound(created_after), utc_bound(created_before), tags)
+        return run_page(self.engine, tenant, where, _snapshot_of, cursor=cursor, limit=limit)
+
+    def answerable_interrupts(
+        self,
+        principal: Principal,
+        *,
+        workflow_id: str | None = None,
+        kind: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> InterruptPage:
+        """A page of the pending interrupts of ``principal``'s tenant that ``principal`` may
+        answer now, oldest first: an approval gate only if it names them (or names no one) and
+        they have not voted on it yet, and none whose deadline has passed.
+
+        Raises:
+            ValidationError: a malformed cursor, or a limit below 1.
+        """
+        where = PendingFilter(workflow_id, kind, utc_bound(created_after), utc_bound(created_before))
+        return answerable_page(
+            self.engine,
+            principal,
+            where,
+            now=self.clock(),
+            ref_kinds=self.ref_kinds,
+            membership=self.membership,
+            cursor=cursor,
+            limit=limit,
+        )
+
     def pending_interrupts(self, run_id: str) -> list[InterruptRecord]:
         """The run's interrupts still waiting for a resolution, oldest first."""
         with reading(self.engine) as conn:
@@ -554,6 +609,14 @@ class WopHost:
             signals_for(self.engine).watch(run_id),
             timeout,
         )
+
+    async def alist_runs(self, tenant: str, **options: Any) -> RunPage:
+        """Async :meth:`list_runs`."""
+        return await asyncio.to_thread(functools.partial(self.list_runs, tenant, **options))
+
+    async def aanswerable_interrupts(self, principal: Principal, **options: Any) -> InterruptPage:
+        """Async :meth:`answerable_interrupts`."""
+        return await asyncio.to_thread(functools.partial(self.answerable_interrupts, principal, **options))
 
     async def asnapshot(self, run_id: str) -> dict[str, Any]:
         """Async :meth:`snapshot`."""
