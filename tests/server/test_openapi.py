@@ -108,7 +108,8 @@ async def test_options_lists_every_method_of_the_path(client: httpx.AsyncClient)
     refused = await client.delete("/interrupts/ow2.hs256.k1.x.y")
     assert refused.status_code == 405
     assert refused.headers["allow"] == "GET, HEAD, OPTIONS, POST"
-    assert (await client.options("/runs")).headers["allow"] == "OPTIONS, POST"
+    assert (await client.options("/runs")).headers["allow"] == "GET, HEAD, OPTIONS, POST"
+    assert (await client.options("/interrupts")).headers["allow"] == "GET, HEAD, OPTIONS"
 
 
 async def test_head_on_the_event_stream_ends_at_the_headers(client: httpx.AsyncClient) -> None:
