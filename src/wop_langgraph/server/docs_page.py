@@ -69,9 +69,9 @@ def _operation(path: str, method: str, operation: dict[str, Any], document: dict
         out.append("<table><tr><th>parameter</th><th>in</th><th>schema</th></tr>")
         for parameter in parameters:
             name = html.escape(parameter["name"]) + (" *" if parameter.get("required") else "")
-            schema = html.escape(json.dumps(parameter.get("schema", {}), sort_keys=True))
+            grammar = html.escape(json.dumps(parameter.get("schema", {}), sort_keys=True))
             out.append(f"<tr><td><code>{name}</code></td><td>{html.escape(parameter['in'])}</td>")
-            out.append(f"<td><code>{schema}</code></td></tr>")
+            out.append(f"<td><code>{grammar}</code></td></tr>")
         out.append("</table>")
     body = operation.get("requestBody", {}).get("content", {})
     for media, content in body.items():

@@ -25,6 +25,7 @@ from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.ids import AUTHOR_ID_PATTERN, project_id
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import RunStatus
+from wop_langgraph.protocol.storable import INT64_MAX
 from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.state import ServerState, server_state
 
@@ -36,7 +37,9 @@ State = Annotated[ServerState, Depends(server_state)]
 TAG_PATTERN = r"^[^\u0000]{0,256}$"
 _TAG = re.compile(TAG_PATTERN)
 
-Limit = Annotated[int | None, Query(ge=1, description="Page size (default 50), clamped to 200.")]
+Limit = Annotated[
+    int | None, Query(ge=1, le=INT64_MAX, description="Page size (default 50), clamped to 200.")
+]
 Cursor = Annotated[str | None, Query(pattern=CURSOR_PATTERN, description="The previous page's nextCursor.")]
 WorkflowFilter = Annotated[str | None, Query(alias="workflowId", pattern=AUTHOR_ID_PATTERN)]
 CreatedAfter = Annotated[

@@ -89,7 +89,7 @@ def list_runs(
 def _has_tag(dialect: str, tag: str) -> ColumnElement[bool]:
     """The run's ``tags`` (a JSON array) hold ``tag``."""
     if dialect == "postgresql":
-        return runs_table.c.tags.op("@>")(bindparam(None, [tag], type_=JSONB))  # type: ignore[no-any-return]
+        return runs_table.c.tags.op("@>")(bindparam(None, [tag], type_=JSONB))
     each = func.json_each(runs_table.c.tags).table_valued("value", joins_implicitly=True)
     # json_each yields a string element's text: compared with the tag as plain text.
     return exists(select(1).select_from(each).where(each.c.value == bindparam(None, tag, type_=String())))
