@@ -63,10 +63,11 @@ def test_list_runs(db_url: str) -> None:
         stamps = [run["startedAt"] for run in everything]
         assert stamps == sorted(stamps, reverse=True)
         done = everything[-1]
-        assert (
-            done["status"] == "completed"
-            and done["extensions"][RESULT_EXTENSION]["outputs"]["draft"] == "hello"
-        )
+        assert done["status"] == "completed"
+        assert done["extensions"][RESULT_EXTENSION]["outputs"]["draft"] == "hello"
+        one = client.get(f"/runs/{project_id(done['runId'])}", headers=ALICE).json()
+        assert one == done  # GET /runs/{runId} carries the outputs the same way
+        assert "extensions" not in everything[0]  # waiting: no result yet
 
         # Pages of 2 add up to the whole list, in the same order, with a run created meanwhile
         # (newer than the cursor) neither repeated nor breaking the order.

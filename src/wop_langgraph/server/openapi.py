@@ -70,6 +70,8 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "description": "Resume after this event sequence.",
     },
     "streamMode": {"type": "string", "pattern": r"^(updates|debug)(,(updates|debug))*$"},
+    "createdAfter": {"type": "string", "format": "date-time", "description": "Created at or after."},
+    "createdBefore": {"type": "string", "format": "date-time", "description": "Created before."},
     "tag": {
         "anyOf": [{"type": "array", "items": {"type": "string", "pattern": TAG_PATTERN}}, {"type": "null"}],
         "description": "Runs carrying this tag (repeatable: all of them).",

@@ -13,7 +13,7 @@ lists applied, no second vote, no passed deadline), oldest first, filtered by ``
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -42,12 +42,32 @@ Limit = Annotated[
 ]
 Cursor = Annotated[str | None, Query(pattern=CURSOR_PATTERN, description="The previous page's nextCursor.")]
 WorkflowFilter = Annotated[str | None, Query(alias="workflowId", pattern=AUTHOR_ID_PATTERN)]
-CreatedAfter = Annotated[
-    datetime | None, Query(alias="createdAfter", description="Created at or after (a naive time is UTC).")
-]
-CreatedBefore = Annotated[
-    datetime | None, Query(alias="createdBefore", description="Created before (a naive time is UTC).")
-]
+#: An RFC 3339 date-time (what ``format: date-time`` admits; numbers are not times here).
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+CreatedAfter = Annotated[str | None, Query(alias="createdAfter", description="Created at or after.")]
+CreatedBefore = Annotated[str | None, Query(alias="createdBefore", description="Created before.")]
+
+
+def _moment(text: str | None, name: str) -> datetime | None:
+    """An RFC 3339 date-time query parameter, in UTC (clamped to the years 1 to 9999).
+
+    Raises:
+        ValidationError: anything else (``details.path`` names the parameter).
+    """
+    if text is None:
+        return None
+    try:
+        if not _DATE_TIME.fullmatch(text):
+            raise ValueError(text)
+        moment = datetime.fromisoformat(text.upper())
+    except ValueError:
+        raise ValidationError(
+            f"{name} must be an RFC 3339 date-time such as 2026-01-31T09:00:00Z", details={"path": f"/{name}"}
+        ) from None
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # an offset past the first or last representable instant
+        return (datetime.min if moment.year == 1 else datetime.max).replace(tzinfo=UTC)
 
 
 @router.get("/runs")
@@ -71,8 +91,8 @@ async def list_runs(
         principal.tenant,
         status=status,
         workflow_id=workflow_id,
-        created_after=created_after,
-        created_before=created_before,
+        created_after=_moment(created_after, "createdAfter"),
+        created_before=_moment(created_before, "createdBefore"),
         tags=tag or (),
         cursor=cursor,
         limit=limit,
@@ -104,8 +124,8 @@ async def list_interrupts(
         principal,
         workflow_id=workflow_id,
         kind=kind,
-        created_after=created_after,
-        created_before=created_before,
+        created_after=_moment(created_after, "createdAfter"),
+        created_before=_moment(created_before, "createdBefore"),
         cursor=cursor,
         limit=limit,
     )
