@@ -112,8 +112,13 @@ def _signal_group(pid: int, signum: int) -> None:
 
 def test_quickstart(tmp_path: Path) -> None:
     out = run_example(python_example("quickstart.py"), tmp_path)
-    assert out[:2] == ["waiting-approval review", "completed"]
-    types = [line.split()[1] for line in out[2:]]
+    assert out[:4] == [
+        "waiting-approval review",
+        "review approval",
+        "completed",
+        "{'draft': 'hello', 'decision': 'accept'}",
+    ]
+    types = [line.split()[1] for line in out[4:]]
     assert types[0] == "run.started" and types[-1] == "run.completed"
     assert {"interrupt.requested", "interrupt.resolved"} <= set(types)
     assert (tmp_path / "runs.db").exists()

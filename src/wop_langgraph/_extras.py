@@ -15,6 +15,8 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "server": ("fastapi", "uvicorn", "pydantic_settings", "httpx"),
     "postgres": ("psycopg", "psycopg_pool"),
     "chat": ("openwop_client",),
+    "adapters": ("langchain",),
+    "notify": ("apprise",),
 }
 """The importable modules each extra of ``pyproject.toml`` brings (those the commands need)."""
 

@@ -16,18 +16,25 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
 from wop_langgraph._heap import freeze_startup_heap
-from wop_langgraph.store.engine import normalize_url
-from wop_langgraph.targets import load_workflows
+from wop_langgraph.startup import (
+    STARTUP_ERROR_STATUS,
+    StartupError,
+    check_database_url,
+    load_workflows,
+    open_host,
+    redacted,
+)
 
 if TYPE_CHECKING:
     from wop_langgraph.host import WopHost
     from wop_langgraph.notify import Notifier
 
 __all__ = ["worker_main"]
+
+COMMAND: Final = "wop-langgraph worker"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,26 +60,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def worker_main(argv: Sequence[str] | None = None) -> int:
-    """Run workers until SIGINT/SIGTERM; returns the exit status."""
+    """Run workers until SIGINT/SIGTERM; returns the exit status (2 for a configuration error,
+    printed as one line naming the fix)."""
     args = build_parser().parse_args(argv)
-    from wop_langgraph.host import WopHost
     from wop_langgraph.log_redaction import install_log_redaction
 
     install_log_redaction()  # callbacks and notices carry live tokens: none may reach a log line
 
     url = args.database_url or os.environ.get("WOP_DATABASE_URL") or "sqlite:///wop.db"
-    if normalize_url(url).get_backend_name() == "postgresql":
-        problem = missing_extra("postgres", "wop-langgraph worker --db postgresql")
-        if problem:
-            print(problem, file=sys.stderr)
-            return MISSING_EXTRA_STATUS
-    workflows = load_workflows(args.target, command="worker")
-    host = WopHost.from_url(
-        url,
-        conversations=args.conversations,
-        credentials=args.credentials,
-        lease_seconds=args.lease_seconds,
-    )
+    try:
+        check_database_url(url, COMMAND)
+        workflows = load_workflows(args.target, COMMAND)
+        host = open_host(
+            url,
+            COMMAND,
+            conversations=args.conversations,
+            credentials=args.credentials,
+            lease_seconds=args.lease_seconds,
+        )
+    except StartupError as exc:
+        print(exc, file=sys.stderr)
+        return STARTUP_ERROR_STATUS
     for workflow_id, graph in workflows.items():
         host.register(workflow_id, graph)
     stop = threading.Event()
@@ -83,7 +91,7 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     host.recover(wait=False)
     host.start_workers(args.concurrency, poll_seconds=args.poll_seconds, sweep_seconds=args.sweep_seconds)
     print(
-        f"wop-langgraph worker: {args.concurrency} worker(s) for {', '.join(sorted(workflows))} on {url}",
+        f"{COMMAND}: {args.concurrency} worker(s) for {', '.join(sorted(workflows))} on {redacted(url)}",
         file=sys.stderr,
         flush=True,
     )

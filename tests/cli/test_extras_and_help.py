@@ -7,7 +7,6 @@ Extras are made missing by ``tests/cli/blocked/sitecustomize.py`` (put first on 
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import re
 import subprocess
 import sys
@@ -17,27 +16,12 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from tests.cli._support import BLOCKER, REPO, _console_script, _run
 from wop_langgraph._extras import EXTRAS
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-BLOCKER = Path(__file__).resolve().parent / "blocked"
 SPHINX = re.compile(r":(class|func|mod|meth|attr|data|exc|obj):|``")
-
-
-def _console_script() -> list[str]:
-    script = Path(sys.executable).parent / "wop-langgraph"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "wop_langgraph.cli"]
-
-
-def _run(argv: list[str], *, block: str = "", cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WOP_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(BLOCKER), str(REPO / "src")])
-    env["WOP_TEST_BLOCK_IMPORTS"] = block
-    return subprocess.run(
-        argv, env=env, cwd=cwd or REPO, capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 def _assert_one_line_naming(proc: subprocess.CompletedProcess[str], extra: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from langgraph.graph import START, StateGraph
 
 from tests.host._graphs import (
     ALICE,
@@ -98,3 +99,18 @@ def test_static_breakpoint_graph_is_refused(make_host: HostFactory) -> None:
         host.register("breakpoints", breakpoint_graph())
     with pytest.raises(NotFound):
         host.create_run("breakpoints", {}, owner=ALICE)
+
+
+def test_an_uncompiled_state_graph_is_refused_with_call_compile(make_host: HostFactory) -> None:
+    """Registering the builder instead of ``builder.compile()`` says so, and registers nothing."""
+    host = make_host()
+    builder = StateGraph(dict)
+    builder.add_node("step", lambda state: state)
+    builder.add_edge(START, "step")
+    with pytest.raises(TypeError, match=r"StateGraph that was not compiled; call \.compile\(\)"):
+        host.register("uncompiled", builder)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a compiled graph"):
+        host.register("not-a-graph", {"step": 1})  # type: ignore[arg-type]
+    assert host.registry.workflow_ids() == []
+    host.register("compiled", builder.compile())
+    assert host.registry.workflow_ids() == ["compiled"]

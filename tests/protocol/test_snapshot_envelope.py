@@ -95,6 +95,9 @@ def test_snapshot_round_trip_and_pieces_pass_the_official_defs() -> None:
         ({"owner": {"tenant": "acme", "principal": "p"}}, "/owner/subject"),
         ({"tags": ["t"] * 101}, "/tags"),
         ({"startedAt": "noon"}, "/startedAt"),
+        # The v2 extension seat: keys <org>.<name>, each value an object.
+        ({"extensions": {"Bad": {}}}, "/extensions/Bad/[key]"),
+        ({"extensions": {"wop-langgraph.result": 3}}, "/extensions/wop-langgraph.result"),
     ],
 )
 def test_snapshot_refusals(change: dict[str, Any], path: str) -> None:

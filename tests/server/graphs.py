@@ -36,6 +36,11 @@ def _quorum_review(state: State) -> State:
     return {"decision": decision.action}
 
 
+def _bob_review(state: State) -> State:
+    decision = request_approval("doc-4", "text", "Only bob decides", artifact_data="x", approvers=["bob"])
+    return {"decision": decision.action}
+
+
 def _clarify(state: State) -> State:
     return {"answers": ask([{"id": "q1", "question": "Which colour?", "schema": {"type": "string"}}])}
 
@@ -82,6 +87,15 @@ def quorum_graph() -> Any:
     return g.compile()
 
 
+def bob_only_graph() -> Any:
+    """One approval that names bob (acme:bob) as its only approver."""
+    g = StateGraph(State)
+    g.add_node("review", _bob_review)
+    g.add_edge(START, "review")
+    g.add_edge("review", END)
+    return g.compile()
+
+
 def plain_graph() -> Any:
     """No interrupt at all: completes on create."""
     g = StateGraph(State)
@@ -97,4 +111,5 @@ WORKFLOWS = {
     "timed": timed_graph(),
     "plain": plain_graph(),
     "quorum": quorum_graph(),
+    "bob-only": bob_only_graph(),
 }

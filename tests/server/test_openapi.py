@@ -16,6 +16,7 @@ from wop_langgraph.server import (
     routes_events,
     routes_fork,
     routes_interrupts,
+    routes_lists,
     routes_runs,
     routes_tokens,
 )
@@ -32,7 +33,16 @@ async def test_every_route_and_method_is_documented(client: httpx.AsyncClient) -
     spec = await spec_of(client)
     # The routers create_app includes, read from their modules (FastAPI keeps included routers
     # behind a private type in app.routes).
-    modules = (discovery, routes_runs, routes_fork, routes_tokens, routes_events, routes_interrupts, html)
+    modules = (
+        discovery,
+        routes_runs,
+        routes_lists,
+        routes_fork,
+        routes_tokens,
+        routes_events,
+        routes_interrupts,
+        html,
+    )
     served = {
         (route.path, method.lower())
         for module in modules
@@ -98,7 +108,8 @@ async def test_options_lists_every_method_of_the_path(client: httpx.AsyncClient)
     refused = await client.delete("/interrupts/ow2.hs256.k1.x.y")
     assert refused.status_code == 405
     assert refused.headers["allow"] == "GET, HEAD, OPTIONS, POST"
-    assert (await client.options("/runs")).headers["allow"] == "OPTIONS, POST"
+    assert (await client.options("/runs")).headers["allow"] == "GET, HEAD, OPTIONS, POST"
+    assert (await client.options("/interrupts")).headers["allow"] == "GET, HEAD, OPTIONS"
 
 
 async def test_head_on_the_event_stream_ends_at_the_headers(client: httpx.AsyncClient) -> None:

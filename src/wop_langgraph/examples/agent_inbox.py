@@ -58,3 +58,15 @@ def build_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
 def workflows() -> dict[str, CompiledStateGraph[Any, Any, Any, Any]]:
     """``{workflowId: graph}`` for ``wop-langgraph serve``."""
     return {WORKFLOW_ID: build_graph()}
+
+
+if __name__ == "__main__":
+    from wop_langgraph.examples._walkthrough import walk
+
+    # The reviewer accepts; the node receives [{"type": "accept", ...}] and sends the email.
+    walk(
+        WORKFLOW_ID,
+        build_graph(),
+        {"to": "ops@example.com", "body": "The release is out."},
+        lambda record: {"action": "accept"},
+    )

@@ -54,3 +54,15 @@ def publish_flow(inputs: dict[str, Any]) -> dict[str, Any]:
 def workflows() -> dict[str, Pregel[Any, Any, Any, Any]]:
     """``{workflowId: graph}`` for ``wop-langgraph serve``."""
     return {WORKFLOW_ID: publish_flow}
+
+
+if __name__ == "__main__":
+    from wop_langgraph.examples._walkthrough import walk
+
+    # First the approval in the `review` task, then the channel question of the entrypoint.
+    walk(
+        WORKFLOW_ID,
+        publish_flow,
+        {"topic": "version 2"},
+        lambda record: {"action": "accept"} if record.kind == "approval" else "blog",
+    )

@@ -94,3 +94,15 @@ def build_agent(
 def workflows() -> dict[str, Pregel[Any, Any, Any, Any]]:
     """``{workflowId: graph}`` for ``wop-langgraph serve``."""
     return {WORKFLOW_ID: build_agent()}
+
+
+if __name__ == "__main__":
+    from wop_langgraph.examples._walkthrough import walk
+
+    # One approval lists both tool calls; accepting it approves them all.
+    walk(
+        WORKFLOW_ID,
+        build_agent(),
+        {"messages": [{"role": "user", "content": "Email ops and clean up."}]},
+        lambda record: {"action": "accept"},
+    )

@@ -61,3 +61,10 @@ def build_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
 def workflows() -> dict[str, CompiledStateGraph[Any, Any, Any, Any]]:
     """``{workflowId: graph}`` for ``wop-langgraph serve``."""
     return {WORKFLOW_ID: build_graph()}
+
+
+if __name__ == "__main__":
+    from wop_langgraph.examples._walkthrough import walk
+
+    canned = {"where": "Lisbon", "seat": "aisle", "extras": {"accepted": True}}
+    walk(WORKFLOW_ID, build_graph(), {}, lambda record: canned[record.node_id])

@@ -70,3 +70,9 @@ def workflows() -> dict[str, CompiledStateGraph[Any, Any, Any, Any]]:
 #: The compiled graph that ``langgraph.json`` names, for ``langgraph dev`` and LangGraph Studio
 #: (they bind their own checkpointer). Compiling opens no connection and starts no thread.
 graph = build_review_graph()
+
+
+if __name__ == "__main__":
+    from wop_langgraph.examples._walkthrough import walk
+
+    walk(WORKFLOW_ID, build_review_graph(), {"topic": "our new release"}, lambda record: {"action": "accept"})

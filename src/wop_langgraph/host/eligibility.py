@@ -13,7 +13,7 @@ from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.nodes._suspend import AUTH_REQUIRED
 from wop_langgraph.protocol.errors import Forbidden
 
-__all__ = ["bearer_only", "check_eligible", "counts_votes"]
+__all__ = ["bearer_only", "check_eligible", "counts_votes", "may_answer"]
 
 
 def bearer_only(profiles: Iterable[str] | None) -> bool:
@@ -81,3 +81,29 @@ def check_eligible(
         f"{principal.subject_id!r} is not an eligible approver of this gate",
         details={"subjectId": principal.subject_id},
     )
+
+
+def may_answer(
+    kind: str,
+    data: Mapping[str, Any],
+    votes: Iterable[Mapping[str, Any]] | None,
+    principal: Principal,
+    *,
+    ref_kinds: Iterable[str],
+    membership: MembershipResolver | None,
+) -> bool:
+    """Whether ``principal`` (of the run's tenant) may answer a pending interrupt now.
+
+    The rule a resolution applies (:func:`check_eligible` for an approval gate), plus: a voter
+    who already voted on a quorum gate has nothing left to answer there (a repeat vote changes
+    nothing).
+    """
+    if kind != "approval":
+        return True
+    if any(vote.get("voter") == principal.subject_id for vote in votes or ()):
+        return False
+    try:
+        check_eligible(data, principal, ref_kinds=ref_kinds, membership=membership)
+    except Forbidden:
+        return False
+    return True

@@ -16,11 +16,28 @@ from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, 
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.saver import AsyncSQLModelSaver, SQLModelSaver
 
-__all__ = ["CAPABILITY_KEYS", "GraphRegistry", "RegisteredGraph"]
+__all__ = ["CAPABILITY_KEYS", "GraphRegistry", "RegisteredGraph", "require_compiled"]
 
 #: The discovery key of each host capability a workflow may need.
 CAPABILITY_KEYS = {"conversation": "conversationPrimitive", "credential": "oauth.credentialInterrupt"}
 _WORKFLOW_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~:-")
+
+
+def require_compiled(graph: object, what: str) -> Pregel[Any, Any, Any, Any]:
+    """``graph`` if it is a compiled graph (a ``Pregel``: ``StateGraph.compile()``, ``@entrypoint``).
+
+    Raises:
+        TypeError: a ``StateGraph`` builder that was not compiled (the message says to call
+            ``.compile()``), or anything else that is not a graph.
+    """
+    if isinstance(graph, Pregel):
+        return graph
+    if hasattr(graph, "compile") and hasattr(graph, "add_node"):
+        raise TypeError(
+            f"{what} is a {type(graph).__name__} that was not compiled; call .compile() on it and register "
+            "the result (without a checkpointer: the host brings its own)"
+        )
+    raise TypeError(f"{what} is a {type(graph).__name__}, not a compiled graph (StateGraph(...).compile())")
 
 
 @dataclass(frozen=True)
@@ -100,6 +117,7 @@ class GraphRegistry:
         """
         if not workflow_id or len(workflow_id) > 128 or not set(workflow_id) <= _WORKFLOW_ID_CHARS:
             raise ValidationError(f"workflowId {workflow_id!r} must match ^[A-Za-z0-9._~:-]{{1,128}}$")
+        graph = require_compiled(graph, f"the graph of {workflow_id!r}")
         if graph.interrupt_before_nodes or graph.interrupt_after_nodes:
             raise ValidationError(
                 "static breakpoints (interrupt_before/interrupt_after) cannot be resolved through OpenWOP; "

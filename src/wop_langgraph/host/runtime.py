@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -26,10 +26,12 @@ from wop_langgraph.host.driver import DriveSignal, jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, PendingClaim, RunOptions, run_option
 from wop_langgraph.host.foreground import Foreground
 from wop_langgraph.host.fork import fork_run
+from wop_langgraph.host.listing import InterruptPage, RunPage, answerable_page, run_page, utc_bound
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ForkAwareRecorder
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
+from wop_langgraph.host.results import await_result, wait_result
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.host.worker import WorkerPool
 from wop_langgraph.nodes._context import DEFAULT_ESCALATION_THRESHOLD
@@ -37,11 +39,12 @@ from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, Ru
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
+from wop_langgraph.protocol.snapshot import RESULT_EXTENSION
 from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
-from wop_langgraph.store.interrupts import InterruptRecord, cancel_pending, interrupts_of_run
+from wop_langgraph.store.interrupts import InterruptRecord, PendingFilter, cancel_pending, interrupts_of_run
 from wop_langgraph.store.run_queue import (
     CANCEL_CHANNEL,
     QUEUE_CHANNEL,
@@ -54,7 +57,7 @@ from wop_langgraph.store.run_queue import (
     unqueued_stragglers,
 )
 from wop_langgraph.store.run_tables import runs_table
-from wop_langgraph.store.runs import TERMINAL_STATUSES, get_run
+from wop_langgraph.store.runs import TERMINAL_STATUSES, RunFilter, get_run
 from wop_langgraph.store.saver import SQLModelSaver
 
 if TYPE_CHECKING:
@@ -149,6 +152,7 @@ class WopHost:
                 Node API calls keep their own arguments.
 
         Raises:
+            TypeError: ``graph`` is not compiled (a ``StateGraph`` builder: call ``.compile()``).
             ValidationError: an unknown node in either mapping, or a policy no approval can carry.
         """
         self.registry.register(workflow_id, graph, rejection_routes or {}, approval_policies=approvals)
@@ -366,6 +370,75 @@ class WopHost:
         with reading(self.engine) as conn:
             return [e.to_wire() for e in read_events(conn, run_id, after=after, limit=limit)]
 
+    def result(self, run_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """Wait for the run to complete and return its ``outputs`` (the graph's final state).
+
+        Queued work of the run is driven on the calling thread when no worker holds it (as
+        :meth:`create_run` does with ``wait=True``); a run waiting on an interrupt waits for
+        someone to resolve it (another thread, process or HTTP caller), up to ``timeout`` seconds.
+
+        Raises:
+            NotFound: no such run.
+            RunNotCompleted: the run failed (``error`` says why) or was cancelled.
+            TimeoutError: the run had not ended after ``timeout`` seconds (``None``: no limit).
+        """
+        self._run_row(run_id)
+        return wait_result(lambda: self._driven_snapshot(run_id), timeout)
+
+    def list_runs(
+        self,
+        tenant: str,
+        *,
+        status: str | None = None,
+        workflow_id: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        tags: Sequence[str] = (),
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> RunPage:
+        """A page of ``tenant``'s runs (``RunSnapshot`` dicts), newest first.
+
+        Filters combine (``tags``: runs carrying all of them; ``created_after`` inclusive,
+        ``created_before`` exclusive). ``limit`` is clamped to 200 (default 50); pass the page's
+        ``next_cursor`` as ``cursor`` for the next page (``None`` on the last).
+
+        Raises:
+            ValidationError: a malformed cursor, or a limit below 1.
+        """
+        where = RunFilter(status, workflow_id, utc_bound(created_after), utc_bound(created_before), tags)
+        return run_page(self.engine, tenant, where, _snapshot_of, cursor=cursor, limit=limit)
+
+    def answerable_interrupts(
+        self,
+        principal: Principal,
+        *,
+        workflow_id: str | None = None,
+        kind: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> InterruptPage:
+        """A page of the pending interrupts of ``principal``'s tenant that ``principal`` may
+        answer now, oldest first: an approval gate only if it names them (or names no one) and
+        they have not voted on it yet, and none whose deadline has passed.
+
+        Raises:
+            ValidationError: a malformed cursor, or a limit below 1.
+        """
+        where = PendingFilter(workflow_id, kind, utc_bound(created_after), utc_bound(created_before))
+        return answerable_page(
+            self.engine,
+            principal,
+            where,
+            now=self.clock(),
+            ref_kinds=self.ref_kinds,
+            membership=self.membership,
+            cursor=cursor,
+            limit=limit,
+        )
+
     def pending_interrupts(self, run_id: str) -> list[InterruptRecord]:
         """The run's interrupts still waiting for a resolution, oldest first."""
         with reading(self.engine) as conn:
@@ -528,6 +601,23 @@ class WopHost:
         """Async :meth:`fork`."""
         return await asyncio.to_thread(self.fork, run_id, **options)
 
+    async def aresult(self, run_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """Async :meth:`result`: woken by the run's end as it commits, not by polling."""
+        await asyncio.to_thread(self._run_row, run_id)
+        return await await_result(
+            lambda: asyncio.to_thread(self._driven_snapshot, run_id),
+            signals_for(self.engine).watch(run_id),
+            timeout,
+        )
+
+    async def alist_runs(self, tenant: str, **options: Any) -> RunPage:
+        """Async :meth:`list_runs`."""
+        return await asyncio.to_thread(functools.partial(self.list_runs, tenant, **options))
+
+    async def aanswerable_interrupts(self, principal: Principal, **options: Any) -> InterruptPage:
+        """Async :meth:`answerable_interrupts`."""
+        return await asyncio.to_thread(functools.partial(self.answerable_interrupts, principal, **options))
+
     async def asnapshot(self, run_id: str) -> dict[str, Any]:
         """Async :meth:`snapshot`."""
         return await asyncio.to_thread(self.snapshot, run_id)
@@ -574,6 +664,13 @@ class WopHost:
                 details={"path": "/configurable/run/escalationThreshold"},
             )
 
+    def _driven_snapshot(self, run_id: str) -> dict[str, Any]:
+        """The run's snapshot, after driving its queued work here if this host has no workers
+        (work a resolution queued while a waiter waits for the run's result)."""
+        if not self.has_workers:
+            self.executor.drive_until_idle(run_id)
+        return self.snapshot(run_id)
+
     def _run_row(self, run_id: str) -> Any:
         with reading(self.engine) as conn:
             row = get_run(conn, run_id)
@@ -617,6 +714,9 @@ def _snapshot_of(row: Any) -> dict[str, Any]:
             snap[name] = value
     if row.completed_at is not None:
         snap["completedAt"] = iso_z(row.completed_at)
+    if row.status == "completed" and row.outputs is not None:
+        # The closed v2 snapshot has no `outputs`; `extensions` is its seat for host state.
+        snap["extensions"] = {RESULT_EXTENSION: {"outputs": row.outputs}}
     return snap
 
 

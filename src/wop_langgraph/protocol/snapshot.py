@@ -22,6 +22,8 @@ from wop_langgraph.protocol.subject import RunOwner
 
 __all__ = [
     "EVENT_LOG_SCHEMA_VERSION",
+    "EXTENSION_KEY_PATTERN",
+    "RESULT_EXTENSION",
     "RUN_STATUSES",
     "TERMINAL_STATUSES",
     "WAITING_STATUSES",
@@ -51,6 +53,16 @@ TERMINAL_STATUSES: Final[frozenset[RunStatus]] = frozenset({"completed", "failed
 
 EVENT_LOG_SCHEMA_VERSION: Final = 3
 """The event-log schema version a v2 host writes."""
+
+EXTENSION_KEY_PATTERN: Final = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*\.[a-z][a-z0-9]*(-[a-z0-9]+)*$"
+"""Keys of the v2 snapshot's ``extensions`` seat (``<org>.<name>``, RFC 0169 §A.4; the pattern of
+the official v2 ``run-snapshot.schema.json``)."""
+
+RESULT_EXTENSION: Final = "wop-langgraph.result"
+"""The ``extensions`` member that carries a completed run's ``outputs`` (``{"outputs": {...}}``):
+the closed v2 snapshot has no ``outputs`` member, and ``extensions`` is its seat for host state."""
+
+ExtensionKey = Annotated[str, StringConstraints(pattern=EXTENSION_KEY_PATTERN)]
 
 _WAITING_STATUS: Final[Mapping[InterruptKind, WaitingStatus]] = {
     "approval": "waiting-approval",
@@ -100,3 +112,6 @@ class RunSnapshot(WireModel):
     metadata: JsonObject | None = None
     started_at: DateTimeStr | None = None
     completed_at: DateTimeStr | None = None
+    extensions: dict[ExtensionKey, JsonObject] | None = None
+    """Host state keyed ``<org>.<name>``; this host's :data:`RESULT_EXTENSION` holds the outputs
+    of a completed run."""

@@ -10,10 +10,12 @@ from wop_langgraph.host import WopHost
 from wop_langgraph.notify.serving import notifier_from_settings, with_notifier
 from wop_langgraph.server import (
     discovery,
+    docs_page,
     html,
     routes_events,
     routes_fork,
     routes_interrupts,
+    routes_lists,
     routes_runs,
     routes_tokens,
 )
@@ -77,7 +79,17 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     )
     app.state.wop = state
     # routes_fork before routes_runs: GET /runs/{runId} would otherwise take GET /runs/{runId}:fork.
-    modules = (discovery, routes_fork, routes_runs, routes_tokens, routes_events, routes_interrupts, html)
+    modules = (
+        discovery,
+        routes_fork,
+        routes_runs,
+        routes_lists,
+        routes_tokens,
+        routes_events,
+        routes_interrupts,
+        html,
+        docs_page,
+    )
     for module in modules:
         app.include_router(module.router, dependencies=[Depends(bounded_path_ids)])
     install_error_handlers(app, [route for module in modules for route in module.router.routes])

@@ -16,13 +16,25 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
 from wop_langgraph._heap import freeze_startup_heap
-from wop_langgraph.targets import load_workflows
+from wop_langgraph.startup import (
+    STARTUP_ERROR_STATUS,
+    StartupError,
+    check_database_url,
+    load_workflows,
+    open_host,
+    redacted,
+)
 
-__all__ = ["DESCRIPTION", "build_parser", "load_workflows", "serve_main"]
+if TYPE_CHECKING:
+    from wop_langgraph.server.settings import Settings
+
+__all__ = ["DESCRIPTION", "banner", "build_parser", "load_workflows", "serve_main"]
+
+COMMAND: Final = "wop-langgraph serve"
 
 DESCRIPTION = """\
 Serve LangGraph graphs over the OpenWOP HTTP interface (needs the 'server' extra; a
@@ -76,65 +88,107 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 
 def serve_main(argv: Sequence[str] | None = None) -> int:
-    """Run the server until interrupted; returns the exit status."""
+    """Run the server until interrupted; returns the exit status.
+
+    A configuration error (a missing extra, a bad database URL or an unreachable database, a
+    target that does not import or is not a compiled graph, bad ``WOP_*`` settings) prints one
+    line naming the fix and returns 2.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.target is None and args.definitions is None:
         parser.error("give MODULE:ATTR, --definitions DIR, or both")
-    problem = missing_extra("server", "wop-langgraph serve")
+    problem = missing_extra("server", COMMAND)
     if problem:
         print(problem, file=sys.stderr)
         return MISSING_EXTRA_STATUS
-    import uvicorn
+    try:
+        return _serve(args)
+    except StartupError as exc:
+        print(exc, file=sys.stderr)
+        return STARTUP_ERROR_STATUS
 
-    from wop_langgraph.host import WopHost
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+    from pydantic import ValidationError
+
     from wop_langgraph.log_redaction import install_log_redaction
     from wop_langgraph.notify.serving import notifier_from_settings
     from wop_langgraph.server import ConfigurationError, Settings, create_app
-    from wop_langgraph.store.engine import normalize_url
 
     install_log_redaction()  # review links carry live tokens: none may reach a log line
     overrides: dict[str, Any] = {"database_url": args.database_url} if args.database_url else {}
     if args.workers is not None:
         overrides["workers"] = args.workers
-    settings = Settings(**overrides)
-    if normalize_url(settings.database_url).get_backend_name() == "postgresql":
-        problem = missing_extra("postgres", "wop-langgraph serve --db postgresql")
-        if problem:
-            print(problem, file=sys.stderr)
-            return MISSING_EXTRA_STATUS
-    workflows = load_workflows(args.target) if args.target else {}
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "WOP_" + "_".join(str(part) for part in first["loc"]).upper()
+        raise StartupError(f"{COMMAND}: {name}: {first['msg']}") from None
+    check_database_url(settings.database_url, COMMAND)
+    workflows = load_workflows(args.target, COMMAND) if args.target else {}
     try:
         settings.keyring()
         settings.api_keyring()
-        notifier_from_settings(settings)  # WOP_NOTIFY_*: refuse a bad directory before serving
+        notifier = notifier_from_settings(settings)  # WOP_NOTIFY_*: refuse a bad directory before serving
     except ConfigurationError as exc:
-        print(f"wop-langgraph serve: {exc}", file=sys.stderr)
-        return 2
-    host = WopHost.from_url(
+        raise StartupError(f"{COMMAND}: {exc}") from None
+    host = open_host(
         settings.database_url,
+        COMMAND,
         conversations=args.conversations,
         credentials=args.credentials,
         lease_seconds=settings.lease_seconds,
     )
-    for workflow_id, graph in workflows.items():
-        host.register(workflow_id, graph)
-    if args.definitions:
-        try:
-            report = host.load_definitions(args.definitions)
-        except FileNotFoundError as exc:
-            print(f"wop-langgraph serve: {exc}", file=sys.stderr)
-            host.saver.close()
-            return 2
-        for name, reason in sorted(report.refused.items()):
-            print(f"wop-langgraph serve: refused {name}: {reason}", file=sys.stderr)
-    app = create_app(host, settings)
-    freeze_startup_heap()
     try:
+        for workflow_id, graph in workflows.items():
+            host.register(workflow_id, graph)
+        if args.definitions:
+            try:
+                report = host.load_definitions(args.definitions)
+            except FileNotFoundError as exc:
+                raise StartupError(f"{COMMAND}: {exc}") from None
+            for name, reason in sorted(report.refused.items()):
+                print(f"{COMMAND}: refused {name}: {reason}", file=sys.stderr)
+        app = create_app(host, settings)
+        print(banner(args, settings, host.registry.workflow_ids(), notifier is not None), file=sys.stderr)
+        sys.stderr.flush()
+        freeze_startup_heap()
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     finally:
         host.saver.close()
     return 0
+
+
+def banner(args: argparse.Namespace, settings: Settings, workflow_ids: list[str], notifying: bool) -> str:
+    """What this server serves: its URL, database (password hidden), workflows, workers, surfaces."""
+    url = f"http://{args.host}:{args.port}"
+    workers = (
+        f"{settings.workers} in this process"
+        if settings.workers
+        else "none in this process (run `wop-langgraph worker` against the same database)"
+    )
+    links = f"on ({settings.public_url})" if settings.public_url else "off (set WOP_PUBLIC_URL to mint links)"
+    api_keys = len(settings.api_keyring().principals)
+    keys = f"{api_keys}" if api_keys else "none (every API call answers 401: set WOP_API_KEYS)"
+
+    def on(flag: bool) -> str:
+        return "on" if flag else "off"
+
+    return "\n".join(
+        [
+            f"{COMMAND}: {url} (API docs: {url}/docs)",
+            f"  database:      {redacted(settings.database_url)}",
+            f"  workflows:     {', '.join(sorted(workflow_ids)) or 'none'}",
+            f"  workers:       {workers}",
+            f"  API keys:      {keys}",
+            f"  links/pages:   {links}",
+            f"  conversations: {on(args.conversations)}; credentials: {on(args.credentials)}; "
+            f"notifications: {on(notifying)}",
+        ]
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -20,6 +20,7 @@ from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.protocol.storable import INT64_MAX, INT64_MIN
 from wop_langgraph.server.idempotency import KEY_PATTERN
 from wop_langgraph.server.limits import RequestLimits
+from wop_langgraph.server.routes_lists import TAG_PATTERN
 
 __all__ = ["install_openapi"]
 
@@ -32,6 +33,8 @@ _KEYED = (401, 403)
 _OPERATIONS: dict[tuple[str, str], tuple[bool, tuple[int, ...]]] = {
     ("/.well-known/openwop", "get"): (False, ()),
     ("/runs", "post"): (True, (*_KEYED, *_BODY, 404, 409, 422)),
+    ("/runs", "get"): (True, _KEYED),
+    ("/interrupts", "get"): (True, _KEYED),
     ("/runs/{runId}", "get"): (True, (*_KEYED, 404)),
     ("/runs/{runId}/cancel", "post"): (True, (*_KEYED, *_BODY, 404, 409)),
     ("/runs/{runId}:fork", "post"): (True, (*_KEYED, *_BODY, 404, 409, 422)),
@@ -67,6 +70,12 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
         "description": "Resume after this event sequence.",
     },
     "streamMode": {"type": "string", "pattern": r"^(updates|debug)(,(updates|debug))*$"},
+    "createdAfter": {"type": "string", "format": "date-time", "description": "Created at or after."},
+    "createdBefore": {"type": "string", "format": "date-time", "description": "Created before."},
+    "tag": {
+        "anyOf": [{"type": "array", "items": {"type": "string", "pattern": TAG_PATTERN}}, {"type": "null"}],
+        "description": "Runs carrying this tag (repeatable: all of them).",
+    },
 }
 _REASONS = {
     304: "Not modified (the ETag in If-None-Match is current)",

@@ -24,6 +24,7 @@ __all__ = [
     "FINAL_STATUSES",
     "InterruptRecord",
     "InterruptStatus",
+    "PendingFilter",
     "cancel_pending",
     "claim",
     "claim_write",
@@ -36,6 +37,7 @@ __all__ = [
     "inserting_gate",
     "interrupts_at_node",
     "interrupts_of_run",
+    "list_pending",
     "lock_interrupt",
     "mark_consumed",
     "record_of",
@@ -165,6 +167,56 @@ def interrupts_of_run(
         query = query.where(_table.c.status.in_(list(statuses)))
     query = query.order_by(_table.c.created_at, _table.c.visit_index, _table.c.ordinal)
     return [_record(row) for row in conn.execute(query).mappings()]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingFilter:
+    """Which of a tenant's pending interrupts to list (every given member must hold)."""
+
+    workflow_id: str | None = None
+    kind: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+def list_pending(
+    conn: Connection,
+    tenant: str,
+    where: PendingFilter,
+    *,
+    after: tuple[datetime, str] | None,
+    limit: int,
+) -> list[tuple[InterruptRecord, str]]:
+    """Up to ``limit`` pending interrupts of ``tenant``'s runs matching ``where``, each with its
+    run's workflow id, oldest first (the longest waiting at the top of an inbox).
+
+    The order is ``(created_at, interrupt_id)`` ascending, a total order: ``after`` (those of the
+    last interrupt of the previous page) continues exactly where that page ended.
+    """
+    runs = runs_table.c
+    query = (
+        select(_table, runs.workflow_id.label("list_workflow_id"))
+        .join(runs_table, runs.run_id == _table.c.run_id)
+        .where(runs.tenant == tenant, _table.c.status == "pending")
+    )
+    if where.workflow_id is not None:
+        query = query.where(runs.workflow_id == where.workflow_id)
+    if where.kind is not None:
+        query = query.where(_table.c.kind == where.kind)
+    if where.created_after is not None:
+        query = query.where(_table.c.created_at >= where.created_after)
+    if where.created_before is not None:
+        query = query.where(_table.c.created_at < where.created_before)
+    if after is not None:
+        created, interrupt_id = after
+        query = query.where(
+            or_(
+                _table.c.created_at > created,
+                and_(_table.c.created_at == created, _table.c.interrupt_id > interrupt_id),
+            )
+        )
+    query = query.order_by(_table.c.created_at, _table.c.interrupt_id).limit(limit)
+    return [(_record(row), row["list_workflow_id"]) for row in conn.execute(query).mappings()]
 
 
 def interrupts_at_node(
