@@ -447,7 +447,7 @@ def test_parent_cancel_cascades_to_the_child(server: Server) -> None:
     server.wait(parent, "cancelled")
     server.wait(child, "cancelled")
     (cancelled,) = payloads(server.events(child), "run.cancelled")
-    assert cancelled["reason"] == "parent-cancelled"
+    assert (cancelled["reason"], cancelled["parentRunId"]) == ("parent-cancelled", parent)
     # errors.md: one code per state; the v1-era fixture prose says 410 Gone.
     refused(
         lambda: server.resolve(child, "child-gate", {"action": "accept"}), 409, "interrupt_already_resolved"

@@ -382,9 +382,13 @@ class WopHost:
         *,
         reason: str | None = None,
         principal: Principal | None = None,
+        parent_run_id: str | None = None,
         wait: bool = True,
     ) -> dict[str, Any]:
         """Cancel a run: its pending interrupts become unresolvable; returns ``{runId, status}``.
+
+        ``parent_run_id`` names the parent whose cancellation cascades here: ``run.cancelled``
+        carries it as ``parentRunId`` (the official pairing with ``reason: parent-cancelled``).
 
         A run being driven is stopped: an async node is cancelled, a sync node at its next step
         boundary; ``run.cancelled`` is the last event of its log. With ``wait`` the call returns
@@ -419,6 +423,8 @@ class WopHost:
                 payload["reason"] = reason
             if principal is not None:
                 payload["cancelledBy"] = principal.subject_id  # a string in runCancelled
+            if parent_run_id is not None:
+                payload["parentRunId"] = parent_run_id
             append_events(conn, run_id, [NewEvent("run.cancelled", payload)], now=now, close=True)
             notify(conn, CANCEL_CHANNEL, run_id)
         self.executor.cancel_local(run_id)
