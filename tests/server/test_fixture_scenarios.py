@@ -428,6 +428,15 @@ def test_replay_ordinal_loop_runs_the_effect_twice(server: Server) -> None:
     assert types(docs, "wait").count("node.completed") == 2
 
 
+def test_replay_ordinal_loop_recursion_limit_7_breaches_the_node_execution_cap(server: Server) -> None:
+    guard = {"version": 1, "run": {"recursionLimit": 7}}
+    run_id = server.create("conformance-replay-ordinal-loop", {"delayMs": 10}, configurable=guard)
+    assert server.wait(run_id, "failed")["error"]["code"] == "recursion_limit_exceeded"
+    docs = server.events(run_id)
+    assert types(docs).count("node.started") == 7
+    assert payloads(docs, "cap.breached") == [{"kind": "node-executions", "limit": 7, "observed": 8}]
+
+
 def test_replay_side_effect_holds_then_runs_the_effect(server: Server) -> None:
     run_id = server.create("conformance-replay-side-effect", {"delayMs": 20})
     server.wait(run_id, "completed")
