@@ -6,6 +6,7 @@ so every test waits for the state it expects, with a bounded timeout.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -618,3 +619,7 @@ def test_conversation_replay_reproduces_the_conversation(talking: Server) -> Non
     source, forked = projection(talking.events(run_id)), projection(talking.events(fork_id))
     assert [t for t, _ in forked] == [t for t, _ in source]
     assert forked == source
+    # The suite's reading: the snapshots' conversation channel projections, non-empty, byte-equal.
+    channels = [talking.wait(r, "completed").get("channels") for r in (run_id, fork_id)]
+    assert channels[0] and channels[0]["conversation"], channels
+    assert json.dumps(channels[1]) == json.dumps(channels[0])

@@ -418,7 +418,15 @@ class WopHost:
         row = self._run_row(run_id)
         if row.status.startswith("waiting-") and self._time_out_due(run_id):
             row = self._run_row(run_id)
-        return _snapshot_of(row)
+        snap = _snapshot_of(row)
+        definition = self.registry.get(row.workflow_id).definition if row.workflow_id in self.registry else None
+        if definition is not None and "channels" in definition:
+            from wop_langgraph.definitions.channels import project_channels
+
+            channels = project_channels(definition, self.events(run_id))
+            if channels:
+                snap["channels"] = channels  # the channels it declares, folded from its log
+        return snap
 
     def events(self, run_id: str, *, after: int = -1, limit: int | None = None) -> list[dict[str, Any]]:
         """The run's events with ``sequence > after``, as ``RunEventDoc`` dicts, in order."""
