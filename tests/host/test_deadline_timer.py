@@ -14,9 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event
-
 from langgraph.graph import END, START, StateGraph
+from sqlalchemy import event
 
 from tests.host._graphs import ALICE, State, approval_graph, clarification_graph, count
 from tests.host._support import HostFactory, events, payloads, start
@@ -49,7 +48,11 @@ def test_an_approval_times_out_on_an_idle_library_host(host: WopHost) -> None:
     assert time.monotonic() - asked >= TIMEOUT_SECONDS * 0.9  # at the deadline, not before
     docs = events(host, run_id)
     (resolved,) = payloads(docs, "interrupt.resolved")
-    assert (resolved["action"], resolved["decision"], resolved["reason"]) == ("timeout", "rejected", "timeout")
+    assert (resolved["action"], resolved["decision"], resolved["reason"]) == (
+        "timeout",
+        "rejected",
+        "timeout",
+    )
     (failed,) = payloads(docs, "run.failed")
     assert (failed["error"]["code"], failed["failedNodeId"]) == ("approval_rejected", "review")
     assert count("publish") == 0
@@ -75,7 +78,9 @@ def async_timed_graph() -> Any:
         return {"log": ["write"]}
 
     async def review(state: dict[str, Any]) -> dict[str, Any]:
-        decision = request_approval("doc", "text/plain", "Publish?", artifact_data="d", timeout=TIMEOUT_SECONDS)
+        decision = request_approval(
+            "doc", "text/plain", "Publish?", artifact_data="d", timeout=TIMEOUT_SECONDS
+        )
         return {"log": [*state["log"], decision.action]}
 
     async def publish(state: dict[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,9 @@ def stored_status(db_url: str, run_id: str) -> str:
     engine = create_engine(db_url)
     try:
         with engine.connect() as conn:
-            return str(conn.execute(select(runs_table.c.status).where(runs_table.c.run_id == run_id)).scalar())
+            return str(
+                conn.execute(select(runs_table.c.status).where(runs_table.c.run_id == run_id)).scalar()
+            )
     finally:
         engine.dispose()
 

@@ -24,7 +24,9 @@ def declares_channels(definition: Mapping[str, Any] | None) -> bool:
     return bool(_projected(definition))
 
 
-def project_channels(definition: Mapping[str, Any] | None, events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def project_channels(
+    definition: Mapping[str, Any] | None, events: Iterable[Mapping[str, Any]]
+) -> dict[str, Any]:
     """The snapshot's ``channels``: each projected channel with what the run wrote to it.
 
     ``events`` are the run's ``RunEventDoc`` dicts in log order. A channel nothing was written to

@@ -419,7 +419,9 @@ class WopHost:
         if row.status.startswith("waiting-") and self._time_out_due(run_id):
             row = self._run_row(run_id)
         snap = _snapshot_of(row)
-        definition = self.registry.get(row.workflow_id).definition if row.workflow_id in self.registry else None
+        definition = (
+            self.registry.get(row.workflow_id).definition if row.workflow_id in self.registry else None
+        )
         if definition is not None and "channels" in definition:
             from wop_langgraph.definitions.channels import project_channels
 
