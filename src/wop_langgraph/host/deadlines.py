@@ -112,13 +112,18 @@ class DeadlineTimer:
             self._poked.set()
 
     def _loop(self) -> None:
+        failures = 0
         while not self._stop.is_set() and not self._closed():
             self._poked.clear()  # before the read: a poke from now on is not lost
             try:
                 sleep = self._tick()
+                failures = 0
             except Exception:
-                _log.exception("applying due timeouts failed; looking again shortly")
-                sleep = _BACKOFF_SECONDS
+                # The database is away: log once, then look again less and less often.
+                if not failures:
+                    _log.exception("applying due timeouts failed; looking again shortly")
+                sleep = min(self._recheck, _BACKOFF_SECONDS * 2**failures)
+                failures = min(failures + 1, 16)
             if sleep > 0:
                 self._poked.wait(sleep)
 
