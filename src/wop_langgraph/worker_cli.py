@@ -5,7 +5,9 @@ Run any number of these (on this machine or others) against one PostgreSQL datab
 the workflows it registers, holds a lease on each while it drives it, and stops cleanly on
 SIGINT/SIGTERM (its leases then run out and other workers continue its runs). With
 ``WOP_NOTIFY_DIRECTORY`` set (the same ``WOP_NOTIFY_*`` settings as ``serve``), it also plans and
-delivers notifications of the interrupts it records.
+delivers notifications of the interrupts it records; with ``WOP_SIGNING_KEYS`` set, it delivers the
+callbacks (``callbackUrl``) of the runs it drives. Its host's deadline timer applies timeouts when
+they are due, whatever ``--sweep-seconds`` says.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from wop_langgraph.startup import (
 if TYPE_CHECKING:
     from wop_langgraph.host import WopHost
     from wop_langgraph.notify import Notifier
+    from wop_langgraph.server.delivery import CallbackDelivery
 
 __all__ = ["worker_main"]
 
@@ -87,6 +90,7 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     notifier = _notifier(host)
+    callbacks = _callbacks(host)
     freeze_startup_heap()
     host.recover(wait=False)
     host.start_workers(args.concurrency, poll_seconds=args.poll_seconds, sweep_seconds=args.sweep_seconds)
@@ -100,9 +104,29 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     finally:
         if notifier is not None:
             notifier.stop()
-        host.stop_workers()
+        if callbacks is not None:
+            callbacks.stop()
+        host.close()
         host.saver.close()
     return 0
+
+
+def _callbacks(host: WopHost) -> CallbackDelivery | None:
+    """With ``WOP_SIGNING_KEYS`` set (they sign callbacks), deliver the callbacks of the runs
+    driven here: the process that drives a run sees it suspend (``serve --workers 0`` does not)."""
+    if not os.environ.get("WOP_SIGNING_KEYS"):
+        return None
+    try:
+        from wop_langgraph.server.delivery import attach_callbacks
+        from wop_langgraph.server.settings import Settings
+    except ImportError:  # callbacks need the server extra's settings
+        print("wop-langgraph worker: callbacks need the 'server' extra; not delivering them", file=sys.stderr)
+        return None
+
+    delivery = attach_callbacks(host, Settings())
+    delivery.start()
+    delivery.scan()  # suspensions recorded while no process delivered
+    return delivery
 
 
 def _notifier(host: WopHost) -> Notifier | None:

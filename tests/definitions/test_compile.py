@@ -192,6 +192,27 @@ def test_max_loopback_iterations_bounds_a_cycle(host: WopHost) -> None:
     assert "settings.maxLoopbackIterations (3) reached" in reasons
 
 
+def test_a_run_recursion_limit_caps_node_executions_with_cap_breached(host: WopHost) -> None:
+    # The run's own runaway guard bounds the cycle (settings.maxLoopbackIterations is authoring
+    # metadata then, openwop#1748): seven executions run, the eighth breaches the cap.
+    doc = definition(
+        "guarded-loop",
+        [node("start"), node("work"), node("again")],
+        [edge("start", "work", "any_success"), edge("work", "again"), edge("again", "work", "any_success")],
+        settings={"maxLoopbackIterations": 2},
+    )
+    register_definition(host, doc, types())
+    guard = {"version": 1, "run": {"recursionLimit": 7}}
+    snapshot = host.create_run("guarded-loop", {}, owner=ALICE, configurable=guard)
+    assert snapshot["status"] == "failed" and snapshot["error"]["code"] == "recursion_limit_exceeded"
+    assert RAN == ["start"] + ["work", "again"] * 3
+    docs = events(host, snapshot["runId"])
+    assert [d["type"] for d in docs].count("node.started") == 7
+    assert payloads(docs, "cap.breached") == [{"kind": "node-executions", "limit": 7, "observed": 8}]
+    assert [d["type"] for d in docs][-2:] == ["cap.breached", "run.failed"]
+    assert "failedNodeId" not in payloads(docs, "run.failed")[0]
+
+
 def test_inputs_come_from_variables_statics_and_other_nodes(host: WopHost) -> None:
     doc = definition(
         "ports",

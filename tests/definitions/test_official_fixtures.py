@@ -71,3 +71,26 @@ def test_a_broken_file_is_refused_and_the_rest_load(make_host: HostFactory, tmp_
     assert report.loaded == ("conformance-noop",)
     assert set(report.refused) == {"a-broken.json", "c-same-id.json"}
     assert "earlier file" in report.refused["c-same-id.json"]
+
+
+def test_conversation_replay_projects_a_byte_equal_conversation_channel(make_host: HostFactory) -> None:
+    # conformance-conversation-replay declares channels.conversation (reducer "message"): the
+    # source run's snapshot projects it, non-empty, and a replay fork's is byte-equal.
+    from tests.host._graphs import ALICE
+
+    host = make_host(conversations=True)
+    host.load_definitions(FIXTURES)
+    source = host.create_run("conformance-conversation-replay", {}, owner=ALICE)
+    assert source["status"] == "completed"
+    channels = host.snapshot(source["runId"])["channels"]
+    conversation = channels["conversation"]
+    assert [m["type"] for m in conversation] == (
+        ["conversation.opened"] + ["conversation.exchanged"] * 3 + ["conversation.closed"]
+    )
+    assert [m["turnIndex"] for m in conversation if m["type"] == "conversation.exchanged"] == [0, 1, 2]
+    forked = host.fork(source["runId"], mode="replay", principal=ALICE)
+    assert host.snapshot(forked["runId"])["status"] == "completed"
+    assert json.dumps(host.snapshot(forked["runId"])["channels"]) == json.dumps(channels)
+    # A definition that declares no channel projects none.
+    plain = host.create_run("conformance-noop", {}, owner=ALICE)
+    assert "channels" not in host.snapshot(plain["runId"])

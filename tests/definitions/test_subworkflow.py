@@ -64,7 +64,10 @@ def test_cancelling_the_parent_cancels_the_child(linked: WopHost) -> None:
     child_id = child_of(linked, parent_id)
     linked.cancel(parent_id)
     assert linked.snapshot(child_id)["status"] == "cancelled"
-    assert payloads(events(linked, child_id), "run.cancelled") == [{"reason": "parent-cancelled"}]
+    # The official runCancelled pairs the cascade's reason with the parent that initiated it.
+    assert payloads(events(linked, child_id), "run.cancelled") == [
+        {"reason": "parent-cancelled", "parentRunId": parent_id}
+    ]
     with pytest.raises(InterruptAlreadyResolved):
         linked.resolve(child_id, "gate", {"action": "accept"}, ALICE)
 

@@ -49,6 +49,7 @@ def make_host(db_url: str, schema_waivers: list[str]) -> Iterator[HostFactory]:
                 check_run_invariants(made[0], run_id, waive=schema_waivers)
     finally:
         for host in made:
+            host.close()
             host.saver.close()
 
 

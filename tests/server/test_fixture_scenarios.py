@@ -6,6 +6,7 @@ so every test waits for the state it expects, with a bounded timeout.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -438,6 +439,15 @@ def test_replay_ordinal_loop_runs_the_effect_twice(server: Server) -> None:
     assert types(docs, "wait").count("node.completed") == 2
 
 
+def test_replay_ordinal_loop_recursion_limit_7_breaches_the_node_execution_cap(server: Server) -> None:
+    guard = {"version": 1, "run": {"recursionLimit": 7}}
+    run_id = server.create("conformance-replay-ordinal-loop", {"delayMs": 10}, configurable=guard)
+    assert server.wait(run_id, "failed")["error"]["code"] == "recursion_limit_exceeded"
+    docs = server.events(run_id)
+    assert types(docs).count("node.started") == 7
+    assert payloads(docs, "cap.breached") == [{"kind": "node-executions", "limit": 7, "observed": 8}]
+
+
 def test_replay_side_effect_holds_then_runs_the_effect(server: Server) -> None:
     run_id = server.create("conformance-replay-side-effect", {"delayMs": 20})
     server.wait(run_id, "completed")
@@ -457,7 +467,7 @@ def test_parent_cancel_cascades_to_the_child(server: Server) -> None:
     server.wait(parent, "cancelled")
     server.wait(child, "cancelled")
     (cancelled,) = payloads(server.events(child), "run.cancelled")
-    assert cancelled["reason"] == "parent-cancelled"
+    assert (cancelled["reason"], cancelled["parentRunId"]) == ("parent-cancelled", parent)
     # errors.md: one code per state; the v1-era fixture prose says 410 Gone.
     refused(
         lambda: server.resolve(child, "child-gate", {"action": "accept"}), 409, "interrupt_already_resolved"
@@ -619,3 +629,7 @@ def test_conversation_replay_reproduces_the_conversation(talking: Server) -> Non
     source, forked = projection(talking.events(run_id)), projection(talking.events(fork_id))
     assert [t for t, _ in forked] == [t for t, _ in source]
     assert forked == source
+    # The suite's reading: the snapshots' conversation channel projections, non-empty, byte-equal.
+    channels = [talking.wait(r, "completed").get("channels") for r in (run_id, fork_id)]
+    assert channels[0] and channels[0]["conversation"], channels
+    assert json.dumps(channels[1]) == json.dumps(channels[0])

@@ -135,7 +135,8 @@ async def test_a_link_minted_before_the_deadline_is_refused_after_it(served: Ser
     """A link's expiry is capped at the gate's deadline: used late it is ``410 interrupt_expired``.
 
     The refusal comes from the token, before the resolver, so it writes nothing; the gate stays
-    pending (past its deadline), and the next answer by run times it out.
+    pending (past its deadline) until something reads the run: a read past the deadline applies
+    the timeout (it never shows the gate answerable), and the answer by run is refused.
     """
     s = served
     run_id = await suspended(s, "timed")
@@ -153,7 +154,7 @@ async def test_a_link_minted_before_the_deadline_is_refused_after_it(served: Ser
     )
     assert form.status_code == 410, form.text
     gate_still_pending(s, run_id)
-    assert resolutions(await run_events(s, run_id)) == []
+    assert [r["reason"] for r in resolutions(await run_events(s, run_id))] == ["timeout"]
     assert count("publish") == 0
     url = f"/runs/{project_id(run_id)}/interrupts/review"
     assert_error(await s.client.post(url, json=ACCEPT, headers=ALICE), 409, "interrupt_already_resolved")

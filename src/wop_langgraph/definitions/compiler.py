@@ -106,6 +106,8 @@ def _node_function(plan: Plan, spec: NodeSpec, node_type: NodeType) -> Any:
         variables = {name: state.get(name, default) for name, default in plan.variables.items()}
         outputs_by_node: Mapping[str, Any] = state.get(OUTPUTS_CHANNEL) or {}
         schedule = state.get(SCHEDULE_CHANNEL) or initial_schedule(plan, spec.node_id)
+        context = current_call().context
+        guarded = context is not None and context.recursion_limit is not None
         try:
             inputs = _resolve_inputs(spec, variables, outputs_by_node)
             recorded = _replayed_effect(spec.node_id) if node_type.side_effecting else None
@@ -118,7 +120,7 @@ def _node_function(plan: Plan, spec: NodeSpec, node_type: NodeType) -> Any:
         except Exception as exc:
             if not node_type.side_effecting:  # a side effect's failure is the record's
                 _check_divergence(spec.node_id, None)
-            step = settle(plan, schedule, spec.node_id, "failed")
+            step = settle(plan, schedule, spec.node_id, "failed", guarded=guarded)
             if not step.absorbed:
                 raise  # no edge admits the failure: the run fails with the node's error
             _record_skips(step.skipped)
@@ -129,7 +131,7 @@ def _node_function(plan: Plan, spec: NodeSpec, node_type: NodeType) -> Any:
             return Command(goto=_goto(step.next_node), update=update)
         if recorded is None:
             _check_divergence(spec.node_id, outputs)
-        step = settle(plan, schedule, spec.node_id, "success")
+        step = settle(plan, schedule, spec.node_id, "success", guarded=guarded)
         _record_skips(step.skipped)
         update = {SCHEDULE_CHANNEL: step.schedule, OUTPUTS_CHANNEL: {spec.node_id: outputs}}
         return Command(goto=_goto(step.next_node), update=update)

@@ -44,8 +44,16 @@ def initial_schedule(plan: Plan, first: str) -> dict[str, Any]:
     return {"arrivals": {}, "queue": [r for r in plan.roots if r != first], "runs": {}}
 
 
-def settle(plan: Plan, schedule: dict[str, Any], node: str, outcome: Outcome) -> Step:
-    """Record that ``node`` ended with ``outcome`` and apply its successors' rules (skips cascade)."""
+def settle(
+    plan: Plan, schedule: dict[str, Any], node: str, outcome: Outcome, *, guarded: bool = False
+) -> Step:
+    """Record that ``node`` ended with ``outcome`` and apply its successors' rules (skips cascade).
+
+    ``guarded``: the run set its own runaway guard (``configurable.run.recursionLimit``), which
+    then bounds cycles instead of ``settings.maxLoopbackIterations`` (authoring metadata per the
+    official loop fixtures, openwop#1748; the host applies it only to a run without a guard).
+    """
+    loop_cap = None if guarded else plan.loop_cap
     doc = copy.deepcopy(schedule)
     arrivals: dict[str, dict[str, Outcome]] = doc.setdefault("arrivals", {})
     queue: list[str] = doc.setdefault("queue", [])
@@ -67,12 +75,12 @@ def settle(plan: Plan, schedule: dict[str, Any], node: str, outcome: Outcome) ->
             arrivals[target] = {}
             reason = f"triggerRule {plan.rules[target]} cannot be met"
             if verdict is Verdict.FIRE:
-                if plan.loop_cap is None or runs.get(target, 0) < plan.loop_cap:
+                if loop_cap is None or runs.get(target, 0) < loop_cap:
                     if target not in queue:
                         queue.append(target)
                     absorbed = absorbed or direct_failure
                     continue
-                reason = f"settings.maxLoopbackIterations ({plan.loop_cap}) reached"
+                reason = f"settings.maxLoopbackIterations ({loop_cap}) reached"
             if target == node or target in (s for s, _ in skipped):
                 continue  # a cycle of skips ends where it started; each node is skipped once
             skipped.append((target, reason))

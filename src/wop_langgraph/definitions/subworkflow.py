@@ -224,7 +224,7 @@ def settle_links(host: WopHost, run_id: str) -> None:
                 and host.snapshot(child_id)["status"] not in TERMINAL_STATUSES
             ):
                 with _unless_settled():
-                    host.cancel(child_id, reason="parent-cancelled", wait=False)
+                    host.cancel(child_id, reason="parent-cancelled", parent_run_id=run_id, wait=False)
     parent_link = (snapshot.get("metadata") or {}).get("parent")
     if snapshot["status"] in TERMINAL_STATUSES and isinstance(parent_link, dict):
         _deliver(host, str(parent_link.get("runId")), run_id, snapshot["status"])

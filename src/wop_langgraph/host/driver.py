@@ -34,7 +34,7 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_HIDDEN
-from langgraph.errors import UnknownInterruptError
+from langgraph.errors import GraphRecursionError, UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command, StreamMode
 from sqlalchemy import ColumnElement, Connection, Engine, Exists, bindparam, case, or_, select, update
@@ -314,6 +314,7 @@ class GraphDriver:
                     "failed",
                     error=public_error(error, run_id=self.run_id, node_id=failed_node),
                     failed_node=failed_node,
+                    breach=self._breach(error),
                 )
             return Pass.IDLE
         return self._settle(claim, config, undelivered)
@@ -822,6 +823,18 @@ class GraphDriver:
             "end_now": now,
         }
 
+    def _breach(self, error: BaseException) -> NewEvent | None:
+        """``cap.breached`` when the run's own ``recursionLimit`` stopped the graph, else ``None``.
+
+        LangGraph counts steps of this drive; a WorkflowDefinition runs one node per step, so
+        for it the limit is a cap on node executions: ``limit`` ran, the next would have been
+        execution ``limit + 1`` (the ``observed`` value at the breach).
+        """
+        if not isinstance(error, GraphRecursionError) or self.recursion_limit is None:
+            return None
+        limit = self.recursion_limit
+        return NewEvent("cap.breached", {"kind": "node-executions", "limit": limit, "observed": limit + 1})
+
     def _finish(
         self,
         conn: Connection,
@@ -831,8 +844,10 @@ class GraphDriver:
         outputs: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
         failed_node: str | None = None,
+        breach: NewEvent | None = None,
     ) -> None:
-        """End the run in ``conn``'s transaction: its row, the queue, the terminal event."""
+        """End the run in ``conn``'s transaction: its row, the queue, the terminal event (after
+        the ``breach`` of a cap that ended it, if any)."""
         now = self.clock()
         node = failed_node if status == "failed" else None
         params = self._end_params(claim, status, outputs=outputs, error=error, node=node, now=now)
@@ -847,7 +862,7 @@ class GraphDriver:
             if failed_node is not None:
                 payload["failedNodeId"] = failed_node
             event = NewEvent("run.failed", payload)
-        append_events(conn, self.run_id, [event], now=now, close=True)
+        append_events(conn, self.run_id, [e for e in (breach, event) if e is not None], now=now, close=True)
 
 
 class _TaskEnds:

@@ -339,6 +339,7 @@ class Executor:
         run_id = claimed.claim.run_id
         registered = self.registry.get(claimed.workflow_id)
         threshold = run_option(claimed.configurable, "escalationThreshold")
+        recursion_limit = run_option(claimed.configurable, "recursionLimit")
         held = HeldWrites(self.engine, run_id)
         context = RunContext(
             run_id=run_id,
@@ -350,6 +351,7 @@ class Executor:
             rejection_routes=dict(registered.rejection_routes),
             emit=functools.partial(self._emit_once, run_id, held),
             replay=ReplayRecord(self.engine, run_id, flush=held.flush),
+            recursion_limit=recursion_limit,
         )
         graph = registered.async_graph or registered.graph
         return GraphDriver(
@@ -358,7 +360,7 @@ class Executor:
             context=context,
             clock=self.clock,
             claim=claimed.claim,
-            recursion_limit=run_option(claimed.configurable, "recursionLimit"),
+            recursion_limit=recursion_limit,
             is_async=registered.is_async,
             signal=signal,
             held=held,

@@ -235,7 +235,11 @@ class Resolver:
             raise NotFound(f"node {node_id!r} of run {run_id!r} has no interrupt")
         pending = [r for r in rows if r.is_pending]
         if not pending:
-            raise InterruptAlreadyResolved(f"the interrupt at node {node_id!r} was already {rows[-1].status}")
+            # Timed out already (by the timer, a sweep or a read): answered as if this call had.
+            timed_out = {"reason": "timeout"} if rows[-1].status == "expired" else None
+            raise InterruptAlreadyResolved(
+                f"the interrupt at node {node_id!r} was already {rows[-1].status}", details=timed_out
+            )
         return run_status, pending[0]
 
     def _checked(
@@ -326,16 +330,22 @@ class Resolver:
 
     def sweep(self, now: datetime) -> int:
         """Time out expired pending interrupts (see ``WopHost.sweep``); returns how many."""
+        return len(self.time_out_due(now))
+
+    def time_out_due(self, now: datetime, *, run_id: str | None = None) -> list[str]:
+        """Time out the pending interrupts (of ``run_id``, if given) whose deadline passed at
+        ``now``; returns the runs of those this call timed out, each once, in deadline order."""
         with reading(self._s.engine) as conn:
-            expired = expired_pending(conn, now, limit=1000)
-        timed_out = 0
+            expired = expired_pending(conn, now, limit=1000, run_id=run_id)
+        timed_out: list[str] = []
         for record in expired:
             with self._s.engine.begin() as conn:
                 current = lock_interrupt(conn, record.interrupt_id)
                 if current is None or not current.is_pending:
                     continue  # another process (or a resolver) got there first
                 _time_out(conn, current, now)
-            timed_out += 1
+            if record.run_id not in timed_out:
+                timed_out.append(record.run_id)
             self._s.on_enqueued(record.run_id)
         return timed_out
 

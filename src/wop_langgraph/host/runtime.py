@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import SimpleNamespace
@@ -22,6 +23,7 @@ from sqlalchemy import Connection, Engine, bindparam, func, select, update
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.adapters.policy import ApprovalPolicy
+from wop_langgraph.host.deadlines import DEFAULT_RECHECK_SECONDS, DeadlineTimer
 from wop_langgraph.host.driver import DriveSignal, jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, PendingClaim, RunOptions, run_option
 from wop_langgraph.host.foreground import Foreground
@@ -44,7 +46,14 @@ from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
-from wop_langgraph.store.interrupts import InterruptRecord, PendingFilter, cancel_pending, interrupts_of_run
+from wop_langgraph.store.interrupts import (
+    InterruptRecord,
+    PendingFilter,
+    cancel_pending,
+    expired_pending,
+    interrupts_of_run,
+    next_deadline,
+)
 from wop_langgraph.store.run_queue import (
     CANCEL_CHANNEL,
     QUEUE_CHANNEL,
@@ -80,6 +89,15 @@ class WopHost:
         clock: the time source (injectable for tests and the timeout sweep).
         lease_seconds: how long a worker's lease on a run lasts without renewal, i.e. how soon
             another worker continues the run of a worker that died.
+        deadline_recheck_seconds: the longest the host's deadline timer sleeps with no deadline
+            in sight (interrupts recorded by other processes are seen within it).
+
+    Deadlines fire by themselves: the host's timer (:mod:`~wop_langgraph.host.deadlines`),
+    started with it and stopped by :meth:`close`, applies each pending interrupt's timeout when
+    its deadline comes, and a host without workers then drives the run to rest on the timer's
+    thread (set :attr:`drive_timeouts` to ``False`` where another process drives runs). A
+    snapshot read after a deadline applies the run's due timeouts first, so it never shows a
+    gate as waiting that can no longer be answered.
 
     Library calls wait by default (``wait=True``): they return when the run is at rest again
     (suspended on an interrupt, or ended), driving it on the calling thread unless a worker of
@@ -97,6 +115,7 @@ class WopHost:
         membership: MembershipResolver | None = None,
         clock: Callable[[], datetime] = utcnow,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        deadline_recheck_seconds: float = DEFAULT_RECHECK_SECONDS,
     ) -> None:
         self.saver = saver
         self.clock = clock
@@ -119,6 +138,19 @@ class WopHost:
             ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued)
         )
         self.membership = membership  # read by the server to check a link's approver at mint
+        #: Whether the deadline timer drives the runs it timed out when this host has no workers.
+        self.drive_timeouts = True
+        self._owed: set[str] = set()  # timed out outside the timer (a snapshot), to drive
+        self._owed_guard = threading.Lock()
+        self._deadlines = DeadlineTimer(
+            next_deadline=self._next_deadline,
+            fire=self._apply_due,
+            clock=clock,
+            recheck_seconds=deadline_recheck_seconds,
+            closed=lambda: saver.closed,
+        )
+        recorder.on_requested.append(lambda _conn, record: self._deadlines.consider(record.deadline))
+        self._deadlines.start()
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> WopHost:
@@ -188,6 +220,27 @@ class WopHost:
             )
             self._pool.start()
         return self._pool
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop the deadline timer and this process's workers (the store stays open)."""
+        self._deadlines.stop(timeout)
+        self.stop_workers(timeout)
+
+    def __enter__(self) -> WopHost:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> WopHost:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def stop_workers(self, timeout: float = 30.0) -> None:
         """Stop this process's workers after their current pass."""
@@ -361,8 +414,26 @@ class WopHost:
         return result
 
     def snapshot(self, run_id: str) -> dict[str, Any]:
-        """The run's OpenWOP ``RunSnapshot``."""
-        return _snapshot_of(self._run_row(run_id))
+        """The run's OpenWOP ``RunSnapshot``.
+
+        A run waiting on an interrupt whose deadline has passed has that timeout applied
+        first (the timer may not have woken yet): the snapshot never shows as answerable a
+        gate that no answer can decide any more.
+        """
+        row = self._run_row(run_id)
+        if row.status.startswith("waiting-") and self._time_out_due(run_id):
+            row = self._run_row(run_id)
+        snap = _snapshot_of(row)
+        definition = (
+            self.registry.get(row.workflow_id).definition if row.workflow_id in self.registry else None
+        )
+        if definition is not None and "channels" in definition:
+            from wop_langgraph.definitions.channels import project_channels
+
+            channels = project_channels(definition, self.events(run_id))
+            if channels:
+                snap["channels"] = channels  # the channels it declares, folded from its log
+        return snap
 
     def events(self, run_id: str, *, after: int = -1, limit: int | None = None) -> list[dict[str, Any]]:
         """The run's events with ``sequence > after``, as ``RunEventDoc`` dicts, in order."""
@@ -455,9 +526,13 @@ class WopHost:
         *,
         reason: str | None = None,
         principal: Principal | None = None,
+        parent_run_id: str | None = None,
         wait: bool = True,
     ) -> dict[str, Any]:
         """Cancel a run: its pending interrupts become unresolvable; returns ``{runId, status}``.
+
+        ``parent_run_id`` names the parent whose cancellation cascades here: ``run.cancelled``
+        carries it as ``parentRunId`` (the official pairing with ``reason: parent-cancelled``).
 
         A run being driven is stopped: an async node is cancelled, a sync node at its next step
         boundary; ``run.cancelled`` is the last event of its log. With ``wait`` the call returns
@@ -492,6 +567,8 @@ class WopHost:
                 payload["reason"] = reason
             if principal is not None:
                 payload["cancelledBy"] = principal.subject_id  # a string in runCancelled
+            if parent_run_id is not None:
+                payload["parentRunId"] = parent_run_id
             append_events(conn, run_id, [NewEvent("run.cancelled", payload)], now=now, close=True)
             notify(conn, CANCEL_CHANNEL, run_id)
         self.executor.cancel_local(run_id)
@@ -637,6 +714,42 @@ class WopHost:
         return await asyncio.to_thread(self.sweep, now, **options)
 
     # -- internals --------------------------------------------------------------------------
+
+    def _next_deadline(self) -> datetime | None:
+        """The timer's next wake-up: now if a run is owed a drive, else the earliest deadline."""
+        with self._owed_guard:
+            if self._owed:
+                return self.clock()
+        with reading(self.engine) as conn:
+            return next_deadline(conn)
+
+    def _apply_due(self, now: datetime) -> int:
+        """The timer's work: time out what is due, then drive the runs owed (without workers)."""
+        timed_out = self._resolver.time_out_due(now)
+        with self._owed_guard:
+            owed = [*timed_out, *(r for r in self._owed if r not in timed_out)]
+            self._owed.clear()
+        if self.drive_timeouts and self._pool is None:
+            for run_id in owed:
+                claimed = self.executor.claim(run_id)  # None: another process drives it
+                if claimed is not None:
+                    self.executor.drive(claimed)
+        return len(owed)
+
+    def _time_out_due(self, run_id: str) -> bool:
+        """Apply the run's due timeouts now, unless someone else (the timer) is; whether any was
+        due. The timer drives the run on (see :meth:`_apply_due`)."""
+        now = self.clock()
+        with reading(self.engine) as conn:
+            if not expired_pending(conn, now, limit=1, run_id=run_id):
+                return False
+        # Whoever times it out first, its commit is seen once this returns: a claim of the
+        # interrupt waits for one in flight.
+        if self._resolver.time_out_due(now, run_id=run_id):
+            with self._owed_guard:
+                self._owed.add(run_id)
+            self._deadlines.poke()
+        return True
 
     def _enqueued(self, run_id: str) -> None:
         """A transaction queued ``run_id`` and committed: wake a local worker."""

@@ -80,6 +80,8 @@ class RunContext:
             drive (the driver logs them as failed sources, not completions).
         replay: what a replay fork reads from its source's record (``host/fork.py``
             ``ReplayRecord``): side-effecting nodes' outcomes, recorded identifiers.
+        recursion_limit: the run's ``configurable.run.recursionLimit`` when it set one: its
+            runaway guard, which bounds a WorkflowDefinition's node executions.
     """
 
     run_id: str
@@ -90,6 +92,7 @@ class RunContext:
     emit: Callable[[str, str, dict[str, Any], str], None] | None = None
     routed_rejections: set[str] = field(default_factory=set)
     replay: ReplaySource | None = None
+    recursion_limit: int | None = None
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from fastapi import Depends, FastAPI
 
 from wop_langgraph.host import WopHost
@@ -19,7 +17,7 @@ from wop_langgraph.server import (
     routes_runs,
     routes_tokens,
 )
-from wop_langgraph.server.delivery import CallbackDelivery, DeliveryPolicy
+from wop_langgraph.server.delivery import attach_callbacks
 from wop_langgraph.server.errors import ProtocolVersionMiddleware, install_error_handlers
 from wop_langgraph.server.foreground import ForegroundMiddleware
 from wop_langgraph.server.head import HeadMiddleware
@@ -27,7 +25,7 @@ from wop_langgraph.server.limits import RequestLimitsMiddleware
 from wop_langgraph.server.maintenance import lifespan
 from wop_langgraph.server.openapi import install_openapi
 from wop_langgraph.server.paths import SlashEscapeMiddleware, bounded_path_ids
-from wop_langgraph.server.settings import Settings, first_signing_secret
+from wop_langgraph.server.settings import Settings
 from wop_langgraph.server.state import ServerState
 from wop_langgraph.server.streams import StreamLimits
 
@@ -47,15 +45,7 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     keys = settings.keyring()
     api_keys = settings.api_keyring()
-    policy = DeliveryPolicy(
-        signing_secret=first_signing_secret(settings),
-        public_base=(settings.public_url or "").rstrip("/"),
-        attempts=settings.callback_attempts,
-        backoff_seconds=settings.callback_backoff_seconds,
-        timeout_seconds=settings.callback_timeout_seconds,
-        allow=settings.callback_allow,
-    )
-    delivery = CallbackDelivery(host, keys, policy, timedelta(seconds=settings.token_ttl_seconds))
+    delivery = attach_callbacks(host, settings)
     state = ServerState(
         host=host,
         settings=settings,
@@ -64,8 +54,6 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
         delivery=delivery,
         streams=StreamLimits(settings.max_streams_per_key, settings.max_streams_total),
     )
-    CallbackDelivery.create_table(host.engine)
-    host.executor.after_drive.append(delivery.notify)
     notifier = notifier_from_settings(settings, keys)
     if notifier is not None:
         notifier.attach(host)

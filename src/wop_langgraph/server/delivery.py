@@ -35,6 +35,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from sqlalchemy import Column, DateTime, Engine, Integer, MetaData, String, Table, Text, select, update
@@ -50,7 +51,10 @@ from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
 from wop_langgraph.tokens import Intent, SigningKeys
 
-__all__ = ["CallbackDelivery", "DeliveryPolicy", "callbacks_table", "sign"]
+__all__ = ["CallbackDelivery", "DeliveryPolicy", "attach_callbacks", "callbacks_table", "sign"]
+
+if TYPE_CHECKING:
+    from wop_langgraph.server.settings import Settings
 
 _log = logging.getLogger("wop_langgraph.server.delivery")
 _metadata = MetaData()
@@ -66,6 +70,34 @@ callbacks_table = Table(
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
 _STOP = object()
+
+
+def attach_callbacks(host: WopHost, settings: Settings) -> CallbackDelivery:
+    """Callback delivery for the runs ``host`` drives, configured by ``settings``, not started.
+
+    Whichever process drives a run sees it suspend, so it delivers the callback: ``serve`` (its
+    workers) and ``wop-langgraph worker`` processes alike attach one (the delivery table's
+    claim keeps it to one delivery across them).
+
+    Raises:
+        ConfigurationError: missing or malformed signing keys (they sign callbacks and tokens).
+    """
+    from wop_langgraph.server.settings import first_signing_secret
+
+    policy = DeliveryPolicy(
+        signing_secret=first_signing_secret(settings),
+        public_base=(settings.public_url or "").rstrip("/"),
+        attempts=settings.callback_attempts,
+        backoff_seconds=settings.callback_backoff_seconds,
+        timeout_seconds=settings.callback_timeout_seconds,
+        allow=settings.callback_allow,
+    )
+    delivery = CallbackDelivery(
+        host, settings.keyring(), policy, timedelta(seconds=settings.token_ttl_seconds)
+    )
+    CallbackDelivery.create_table(host.engine)
+    host.executor.after_drive.append(delivery.notify)
+    return delivery
 
 
 def sign(secret: bytes, timestamp: int, raw_body: bytes) -> str:

@@ -1,7 +1,10 @@
 """Work the server does on its own: recovery at start-up, then a periodic timeout sweep.
 
 The sweep resolves expired interrupts (safe from several replicas at once: each interrupt is
-claimed by exactly one) and asks the callback worker to look for undelivered suspensions.
+claimed by exactly one) and asks the callback worker to look for undelivered suspensions. Neither
+is what makes deadlines fire: the host's own deadline timer applies each timeout when it is due,
+and the process that drives a run delivers its callbacks (``wop-langgraph worker`` too); the
+sweep is the safety net for what a dead process left behind.
 """
 
 from __future__ import annotations
@@ -88,6 +91,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         state.host.start_workers(
             state.settings.workers, sweep_seconds=0, defer_seconds=state.settings.worker_defer_seconds
         )
+    else:
+        # Worker processes drive the runs (and deliver their callbacks): the host's deadline
+        # timer here only applies timeouts and queues the runs for them.
+        state.host.drive_timeouts = False
     state.delivery.start()
     sweeper = Sweeper(state, state.settings.sweep_interval_seconds)
     sweeper.start()
@@ -97,4 +104,4 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         sweeper.stop()
         state.delivery.stop()
-        await run_in_threadpool(state.host.stop_workers)
+        await run_in_threadpool(state.host.close)

@@ -164,6 +164,11 @@ class SaverBase(BaseCheckpointSaver[str]):
         except SQLAlchemyError as exc:
             raise store_error("setup", exc) from driver_error(exc)
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (the store refuses further use)."""
+        return self._closed
+
     def close(self) -> None:
         """Refuse further use; dispose of the engine if :meth:`from_url` created it."""
         self._closed = True

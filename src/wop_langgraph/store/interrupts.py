@@ -17,6 +17,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from wop_langgraph._clock import as_utc
 from wop_langgraph.store._driver_sql import DriverStatement, driver_statement
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
 
@@ -40,6 +41,7 @@ __all__ = [
     "list_pending",
     "lock_interrupt",
     "mark_consumed",
+    "next_deadline",
     "record_of",
     "resolved_unconsumed",
     "set_votes",
@@ -428,15 +430,28 @@ def _open_work_statement() -> Any:
     )
 
 
-def expired_pending(conn: Connection, now: datetime, *, limit: int = 100) -> list[InterruptRecord]:
-    """Pending interrupts whose deadline has passed, oldest deadline first."""
+def expired_pending(
+    conn: Connection, now: datetime, *, limit: int = 100, run_id: str | None = None
+) -> list[InterruptRecord]:
+    """Pending interrupts (of ``run_id``, if given) whose deadline has passed, oldest deadline first."""
     query = (
         select(_table)
         .where(_table.c.status == "pending", _table.c.deadline.is_not(None), _table.c.deadline <= now)
         .order_by(_table.c.deadline)
         .limit(limit)
     )
+    if run_id is not None:
+        query = query.where(_table.c.run_id == run_id)
     return [_record(row) for row in conn.execute(query).mappings()]
+
+
+def next_deadline(conn: Connection) -> datetime | None:
+    """The earliest deadline of a pending interrupt, if any has one (an index-only read)."""
+    query = select(func.min(_table.c.deadline)).where(
+        _table.c.status == "pending", _table.c.deadline.is_not(None)
+    )
+    deadline: datetime | None = conn.execute(query).scalar()
+    return None if deadline is None else as_utc(deadline)
 
 
 def cancel_pending(conn: Connection, run_id: str, *, now: datetime) -> list[str]:
