@@ -93,8 +93,13 @@ def _replay_modes(doc: dict[str, Any]) -> list[Any]:
 CAPABILITIES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "replay": lambda doc: "replay" in _replay_modes(doc),
     "branch": lambda doc: "branch" in _replay_modes(doc),
+    # v1 said it with a flag; the closed v2 replay record has none: there the record with mode
+    # "replay" and an effect-seam manifest *is* the recorded-outcome suppression claim.
     "sideEffectSuppression": lambda doc: (
         (_family(doc, "replay") or {}).get("sideEffectSuppression") == "recorded-outcome"
+        or (
+            "replay" in _replay_modes(doc) and bool((_family(doc, "replay") or {}).get("effectSeamsManifest"))
+        )
     ),
     "conversationPrimitive": lambda doc: _family(doc, "conversationPrimitive") is not None,
     # The inverted gate: the refusal leg runs only against a host without conversations.
