@@ -113,3 +113,13 @@ def test_sse_streams_benchmark_reports_latency_with_streams_open() -> None:
     assert "sqlite discovery" in out and "sqlite snapshot" in out
     if POSTGRES:
         assert "postgres discovery" in out and "postgres snapshot" in out
+
+
+def test_tokens_benchmark_reports_every_mode_against_a_baseline(tmp_path: Path) -> None:
+    baseline = tmp_path / "tokens_before.py"
+    baseline.write_text((REPO / "src/wop_langgraph/tokens.py").read_text())
+    out = _run("tokens.py", "--rounds", "1", "--tokens", "50", "--warmup", "5", "--baseline", str(baseline))
+    for implementation in ("current", "baseline"):
+        for mode in ("valid", "bad_mac", "oversized"):
+            assert f"{implementation:<15} {mode:<10}" in out
+    assert "current / baseline valid" in out and "target: valid >= 100,000/s" in out

@@ -292,3 +292,38 @@ def test_long_segments_within_the_limit_are_refused(length: int, where: str) -> 
     token = f"ow2.{alg}.{k}.{p}.{m}"
     assume(token != f"ow2.{alg}.{kid}.{payload}.{mac}")
     assert outcome(token) is None
+
+
+# --- the canonical fast path and the JSON path agree ------------------------------------------
+
+
+def judged(token: str) -> object:
+    """The claims, or which refusal (type and reason): the outcome two paths must share."""
+    try:
+        return verify(KEYS, token, now=NOW)
+    except InterruptTokenInvalid as error:
+        return ("invalid", error.details)
+    except InterruptExpired:
+        return "expired"
+
+
+strings = st.text(st.characters(codec="utf-8"), max_size=20) | st.sampled_from(
+    ["resolve", "inspect", "2026-03-01T09:30:00.000Z", "2026-03-01T08:00:00Z", "n" * 22, "alice", 'a"b\\c']
+)
+
+
+@FUZZ
+@given(
+    st.dictionaries(
+        st.sampled_from(["runId", "nodeId", "interruptId", "expiresAt", "intent", "nonce", "approver", "x"]),
+        strings | st.none() | st.integers(),
+        min_size=5,
+        max_size=8,
+    )
+)
+def test_canonical_and_loose_json_of_a_signed_payload_have_one_outcome(body: dict[str, Any]) -> None:
+    canonical = b64(json.dumps(body, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode())
+    loose = b64(json.dumps(body, indent=1).encode())  # whitespace: never the canonical form
+    assert judged(signed(SECRET_K2, "ow2.hs256.k2", canonical)) == judged(
+        signed(SECRET_K2, "ow2.hs256.k2", loose)
+    )

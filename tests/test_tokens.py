@@ -478,3 +478,82 @@ UNICODE = st.characters(codec="utf-8")  # lone surrogates cannot be encoded, so 
 def test_any_valid_claims_round_trip(run_id: str, interrupt_id: str, ttl_ms: int) -> None:
     token = minted(run_id=run_id, interrupt_id=interrupt_id, ttl=timedelta(milliseconds=ttl_ms))
     assert verify(KEYS, token.token, now=NOW) == token.claims
+
+
+# --- the fast paths agree with the general ones -----------------------------------------------
+
+
+def canonical_payload(body: Any) -> str:
+    """The payload as mint writes it (sorted, compact, UTF-8): read by verify's one-pattern path."""
+    return b64(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        good_body(intent="admin"),
+        good_body(intent="Resolve"),
+        good_body(runId=""),
+        good_body(nodeId=""),
+        good_body(interruptId=""),
+        good_body(interruptId="x" * 257),
+        good_body(expiresAt="2025-06-01T12:30:00+00:00"),
+        good_body(expiresAt="2025-13-01T12:30:00Z"),  # matches the grammar, is no date
+        good_body(expiresAt="2025-06-01T12:30:00.1234567Z"),
+        good_body(expiresAt="２０２５-06-01T12:30:00Z"),
+        good_body(nonce="short"),
+        good_body(nonce="n" * 65),
+        good_body(nonce="n" * 21 + "="),
+        good_body(approver=""),
+        good_body(approver="a b"),
+        good_body(approver="a\u2003b"),  # Unicode whitespace
+        good_body(approver="a/b"),
+        good_body(approver="a\u0085"),
+        good_body(extra="1"),
+        {k: v for k, v in good_body().items() if k != "nonce"},
+    ],
+)
+def test_a_canonical_but_malformed_payload_is_invalid(body: dict[str, Any]) -> None:
+    assert refusal(sign(SECRET_NEW, "k2", canonical_payload(body))).details == {"reason": "payload"}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"approver": "alice"},
+        {"runId": 'acme/run "quoted" \\ back', "nodeId": "n\u00e9\u4e2d", "interruptId": "i\ttab"},
+        {"expiresAt": "2025-06-01T12:30:00Z", "approver": "b\u00e9b@example.com"},
+        {"expiresAt": "2025-06-01T12:30:00.123456Z", "intent": "inspect"},
+        {"interruptId": "x" * 256, "nonce": "n" * 64},
+    ],
+)
+def test_canonical_and_loose_json_of_one_payload_verify_alike(changes: dict[str, Any]) -> None:
+    body = good_body(**changes)
+    canonical = verify(KEYS, sign(SECRET_NEW, "k2", canonical_payload(body)), now=NOW)
+    loose = verify(KEYS, sign(SECRET_NEW, "k2", payload_of(body)), now=NOW)
+    assert canonical == loose
+    assert (canonical.run_id, canonical.node_id, canonical.interrupt_id) == (
+        body["runId"],
+        body["nodeId"],
+        body["interruptId"],
+    )
+    assert canonical.approver == body.get("approver") and canonical.nonce == body["nonce"]
+
+
+@pytest.mark.parametrize("length", [16, 63, 64, 65, 200])
+def test_the_mac_is_hmac_sha256_for_secrets_of_any_length(length: int) -> None:
+    """Keys longer than SHA-256's block are hashed first (RFC 2104), as hmac does."""
+    secret = ("s" * length)[:length]
+    keys = SigningKeys({"kx": secret})
+    token = mint(keys, run_id="acme/run-1", node_id="review", interrupt_id="k-1", now=NOW).token
+    assert token == sign(secret, "kx", token.split(".")[3])
+    assert verify(keys, sign(secret, "kx", canonical_payload(good_body())), now=NOW).kid == "kx"
+    other = SigningKeys({"kx": secret + "!"})
+    assert refusal(token, keys=other).details == {"reason": "mac"}
+
+
+def test_claims_are_immutable() -> None:
+    claims = minted().claims
+    with pytest.raises(AttributeError):
+        claims.run_id = "acme/other"  # type: ignore[misc]

@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal, NamedTuple, cast, get_args
 
 from wop_langgraph.protocol.errors import Forbidden, InterruptExpired, InterruptTokenInvalid
 
@@ -57,6 +57,11 @@ _ALG: Final = "hs256"
 _KID = re.compile(r"[A-Za-z0-9_~-]{1,128}")
 _B64URL = re.compile(r"[A-Za-z0-9_-]+")
 _MAC_LENGTH: Final = 43  # base64url of 32 bytes, without padding
+# The whole grammar in one pass: a token that matches needs none of the per-segment checks below,
+# which only run to name what a refused token got wrong.
+_TOKEN = re.compile(r"ow2\.hs256\.([A-Za-z0-9_~-]{1,128})\.([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]{43}")
+_TO_URLSAFE: Final = bytes.maketrans(b"+/", b"-_")
+_FROM_URLSAFE: Final = bytes.maketrans(b"-_", b"+/")
 _EXPIRES_AT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z", re.ASCII)
 _PAYLOAD_MEMBERS: Final = frozenset({"runId", "nodeId", "interruptId", "expiresAt", "intent", "nonce"})
 _ALL_MEMBERS: Final = _PAYLOAD_MEMBERS | {"approver"}
@@ -65,6 +70,21 @@ _NONCE_BYTES: Final = 16
 # The subjectId grammar (no whitespace, no '/'), minus control characters and lone surrogates,
 # which no approver list can name and some databases cannot store.
 _APPROVER = re.compile(r"[^\s/\x00-\x1f\x7f-\x9f\ud800-\udfff]{1,256}")
+_INTENTS: Final = frozenset(get_args(Intent))
+# The payload exactly as mint() writes it: members sorted, no whitespace, strings without escapes
+# (their text is then their value). Each group repeats the check its member gets when parsed as
+# JSON (_decode_json_payload), so both ways accept the same payloads; the approver's grammar is
+# checked on its own (it needs Unicode whitespace).
+_STRING: Final = r'[^"\\\x00-\x1f]'
+_CANONICAL = re.compile(
+    rf'\{{(?:"approver":"({_STRING}*)",)?'
+    r'"expiresAt":"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z)",'
+    r'"intent":"(resolve|inspect)",'
+    rf'"interruptId":"({_STRING}{{1,{MAX_INTERRUPT_ID_LENGTH}}})",'
+    rf'"nodeId":"({_STRING}+)",'
+    r'"nonce":"([A-Za-z0-9_-]{22,64})",'
+    rf'"runId":"({_STRING}+)"\}}'
+)
 
 
 class SigningKeys:
@@ -75,7 +95,7 @@ class SigningKeys:
     ``repr`` or ``str``.
     """
 
-    __slots__ = ("_secrets",)
+    __slots__ = ("_pads", "_secrets")
 
     def __init__(self, keys: Mapping[str, str | bytes] | Iterable[tuple[str, str | bytes]]) -> None:
         """Hold the given keys, in order.
@@ -103,6 +123,7 @@ class SigningKeys:
                 )
             secrets[kid] = raw
         self._secrets: Final = secrets
+        self._pads: Final = {kid: _hmac_pads(raw) for kid, raw in secrets.items()}
 
     @classmethod
     def parse(cls, text: str) -> SigningKeys:
@@ -151,15 +172,41 @@ class SigningKeys:
     __str__ = __repr__
 
     def _mac(self, kid: str, signed: str) -> str:
-        return _b64encode(hmac.new(self._secrets[kid], signed.encode("ascii"), hashlib.sha256).digest())
+        return _mac(self._pads[kid], signed.encode("ascii")).decode("ascii")
 
 
-@dataclass(frozen=True, slots=True)
-class TokenClaims:
+_Pads = tuple["hashlib._Hash", "hashlib._Hash"]
+_IPAD: Final = bytes(x ^ 0x36 for x in range(256))
+_OPAD: Final = bytes(x ^ 0x5C for x in range(256))
+
+
+def _hmac_pads(secret: bytes) -> _Pads:
+    """SHA-256 states that have hashed the key's inner and outer pad (RFC 2104), made once per key.
+
+    Each MAC copies them instead of hashing the pads again: the key schedule is two of the
+    compressions of a short token's MAC, and OpenSSL 3's one-shot HMAC looks its digest up per call.
+    """
+    block = hashlib.sha256().block_size
+    key = hashlib.sha256(secret).digest() if len(secret) > block else secret
+    key = key.ljust(block, b"\0")
+    return hashlib.sha256(key.translate(_IPAD)), hashlib.sha256(key.translate(_OPAD))
+
+
+def _mac(pads: _Pads, signed: bytes) -> bytes:
+    """The unpadded base64url HMAC-SHA256 of ``signed`` under the key ``pads`` were made from."""
+    inner, outer = pads[0].copy(), pads[1].copy()  # the originals are never updated: safe to share
+    inner.update(signed)
+    outer.update(inner.digest())
+    return binascii.b2a_base64(outer.digest(), newline=False).translate(_TO_URLSAFE)[:_MAC_LENGTH]
+
+
+class TokenClaims(NamedTuple):
     """What a verified token says: which interrupt, until when, for what, under which kid, for whom.
 
     ``approver`` is the subject the token was minted for (``None``: an anonymous link);
-    ``nonce`` is the random value that makes the token unique.
+    ``nonce`` is the random value that makes the token unique. Immutable; a named tuple rather
+    than a frozen dataclass because it is made on every verification, and a frozen dataclass
+    takes several times as long to construct (one ``object.__setattr__`` per field).
     """
 
     run_id: str
@@ -276,7 +323,8 @@ def verify(keys: SigningKeys, token: str, *, now: datetime) -> TokenClaims:
         InterruptExpired: ``now >= expiresAt`` (410).
         ValueError: ``now`` is naive.
     """
-    now = _aware(now, "now")
+    if now.tzinfo is not UTC and now.utcoffset() is None:  # only compared, so not converted
+        raise ValueError("now must be a timezone-aware datetime")
     claims = verify_signed(keys, token)
     if now >= claims.expires_at:
         raise InterruptExpired(
@@ -296,33 +344,50 @@ def verify_signed(keys: SigningKeys, token: str) -> TokenClaims:
     Raises:
         InterruptTokenInvalid: as :func:`verify`.
     """
-    if len(token) > MAX_TOKEN_LENGTH:
+    if len(token) > MAX_TOKEN_LENGTH:  # first, in O(1): nothing of an oversized token is read
         raise _invalid("too_long", f"the token is longer than {MAX_TOKEN_LENGTH} characters")
-    # Decided by the prefix, never by segment count (SPEC_NOTES §5); legacy v1 tokens are refused
-    # because this host never minted any.
-    if not token.startswith(_PREFIX):
-        raise _invalid("not_ow2", "the token does not start with 'ow2.' (only ow2 tokens are accepted)")
-    segments = token.split(".")
-    if len(segments) != 5:
-        raise _invalid("grammar", "the token does not have the five segments ow2.<alg>.<kid>.<payload>.<mac>")
-    _, alg, kid, payload, mac = segments
-    if alg != _ALG:
-        raise _invalid("alg", "the token's alg is not supported (only hs256)")
-    if not _KID.fullmatch(kid):
-        raise _invalid("grammar", "the token's kid is outside the keyId grammar")
-    if not _B64URL.fullmatch(payload) or len(payload) % 4 == 1:
+    grammar = _TOKEN.fullmatch(token)
+    if grammar is None:
+        raise _grammar_refusal(token)
+    kid, payload = grammar.group(1, 2)
+    if len(payload) % 4 == 1:  # a length no base64 text can have
         raise _invalid("grammar", "the token's payload is not unpadded base64url")
-    if len(mac) != _MAC_LENGTH or not _B64URL.fullmatch(mac):
-        raise _invalid("grammar", "the token's mac is not 43 characters of unpadded base64url")
-    if kid not in keys:
+    pads = keys._pads.get(kid)
+    if pads is None:
         raise _invalid("kid", "the token's kid is not a configured signing key")
     # The encoded texts are compared, not the decoded bytes: base64 ignores the low bits of the
     # last character, so comparing bytes would let a tampered mac character through.
-    expected = keys._mac(kid, f"{_PREFIX}{_ALG}.{kid}.{payload}")
-    if not hmac.compare_digest(expected.encode("ascii"), mac.encode("ascii")):
+    text = token.encode("ascii")  # the grammar admits ASCII only
+    expected = _mac(pads, text[: -_MAC_LENGTH - 1])
+    if not hmac.compare_digest(expected, text[-_MAC_LENGTH:]):
         raise _invalid("mac", "the token's mac does not match")
 
-    return _decode_payload(payload, kid)
+    return _decode_payload(payload.encode("ascii"), kid)
+
+
+def _grammar_refusal(token: str) -> InterruptTokenInvalid:
+    """What a token outside the grammar got wrong, checked in the order the grammar is read.
+
+    Decided by the prefix, never by segment count (SPEC_NOTES §5); legacy v1 tokens are refused
+    because this host never minted any.
+    """
+    if not token.startswith(_PREFIX):
+        return _invalid("not_ow2", "the token does not start with 'ow2.' (only ow2 tokens are accepted)")
+    segments = token.split(".")
+    if len(segments) != 5:
+        return _invalid(
+            "grammar", "the token does not have the five segments ow2.<alg>.<kid>.<payload>.<mac>"
+        )
+    _, alg, kid, payload, mac = segments
+    if alg != _ALG:
+        return _invalid("alg", "the token's alg is not supported (only hs256)")
+    if not _KID.fullmatch(kid):
+        return _invalid("grammar", "the token's kid is outside the keyId grammar")
+    if not _B64URL.fullmatch(payload) or len(payload) % 4 == 1:
+        return _invalid("grammar", "the token's payload is not unpadded base64url")
+    if len(mac) != _MAC_LENGTH or not _B64URL.fullmatch(mac):
+        return _invalid("grammar", "the token's mac is not 43 characters of unpadded base64url")
+    return _invalid("grammar", "the token does not have the grammar ow2.<alg>.<kid>.<payload>.<mac>")
 
 
 def is_approver(text: object) -> bool:
@@ -345,11 +410,31 @@ def require_intent(claims: TokenClaims, intent: Intent) -> None:
         )
 
 
-def _decode_payload(payload: str, kid: str) -> TokenClaims:
+def _decode_payload(payload: bytes, kid: str) -> TokenClaims:
+    """The claims of a payload (unpadded base64url, checked by the grammar) whose MAC verified.
+
+    A payload in the canonical form :func:`mint` writes is read by one pattern that checks every
+    member as it matches (no duplicates are possible in it); any other JSON is parsed and
+    checked member by member, with the same outcome.
+    """
     try:
-        raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
-        body = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
-    except (binascii.Error, ValueError, RecursionError) as exc:
+        text = binascii.a2b_base64(payload.translate(_FROM_URLSAFE) + b"=" * (-len(payload) % 4)).decode()
+    except (binascii.Error, ValueError) as exc:
+        raise _invalid("payload", "the token's payload is not base64url-encoded JSON") from exc
+    canonical = _CANONICAL.fullmatch(text)
+    if canonical is None:
+        return _decode_json_payload(text, kid)
+    approver, expires_text, intent, interrupt_id, node_id, nonce, run_id = canonical.groups()
+    if approver is not None and not _APPROVER.fullmatch(approver):
+        raise _invalid("payload", "the token's payload members have the wrong types or values")
+    expires_at = _expires_at(expires_text)
+    return TokenClaims(run_id, node_id, interrupt_id, expires_at, cast(Intent, intent), kid, nonce, approver)
+
+
+def _decode_json_payload(text: str, kid: str) -> TokenClaims:
+    try:
+        body = _JSON.decode(text)
+    except (ValueError, RecursionError) as exc:
         raise _invalid("payload", "the token's payload is not base64url-encoded JSON") from exc
     if not isinstance(body, dict) or not _PAYLOAD_MEMBERS <= body.keys() <= _ALL_MEMBERS:
         raise _invalid("payload", "the token's payload does not have exactly the expected members")
@@ -358,7 +443,8 @@ def _decode_payload(payload: str, kid: str) -> TokenClaims:
     approver = body.get("approver")
     if (
         _ids_problem(run_id, node_id, interrupt_id)
-        or intent not in get_args(Intent)
+        or not isinstance(intent, str)
+        or intent not in _INTENTS
         or not isinstance(nonce, str)
         or not _NONCE.fullmatch(nonce)
         or ("approver" in body and not is_approver(approver))
@@ -366,11 +452,16 @@ def _decode_payload(payload: str, kid: str) -> TokenClaims:
         raise _invalid("payload", "the token's payload members have the wrong types or values")
     if not isinstance(expires_text, str) or not _EXPIRES_AT.fullmatch(expires_text):
         raise _invalid("payload", "the token's expiresAt is not an ISO 8601 UTC timestamp ending in Z")
+    expires_at = _expires_at(expires_text)
+    return TokenClaims(run_id, node_id, interrupt_id, expires_at, cast(Intent, intent), kid, nonce, approver)
+
+
+def _expires_at(text: str) -> datetime:
+    """``expiresAt`` (already matched by :data:`_EXPIRES_AT`) as an aware datetime."""
     try:
-        expires_at = datetime.fromisoformat(expires_text[:-1] + "+00:00")
+        return datetime.fromisoformat(text[:-1] + "+00:00")
     except ValueError as exc:
         raise _invalid("payload", "the token's expiresAt is not a valid date and time") from exc
-    return TokenClaims(run_id, node_id, interrupt_id, expires_at, intent, kid, nonce, approver)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -378,6 +469,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(body) != len(pairs):
         raise ValueError("duplicate member")
     return body
+
+
+# Made once: json.loads(..., object_pairs_hook=...) builds a new decoder on every call.
+_JSON: Final = json.JSONDecoder(object_pairs_hook=_no_duplicates)
 
 
 def _ids_problem(run_id: object, node_id: object, interrupt_id: object) -> str | None:

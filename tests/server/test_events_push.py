@@ -149,6 +149,7 @@ async def test_open_streams_are_limited_per_caller(limited_app: FastAPI) -> None
         await asyncio.sleep(0.5)
         third = await client.get(f"/runs/{wire}/events/poll?afterSequence=999&timeout=1", headers=READER)
         body = assert_error(third, 429, "rate_limited")
+        assert int(third.headers["retry-after"]) >= 1
         assert body["details"]["scope"] == "apiKey"
         other = await client.get(f"/runs/{wire}/events/poll?timeout=0", headers=ALICE)
         assert other.status_code == 200  # another caller is not limited by rita's streams

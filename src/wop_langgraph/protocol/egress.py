@@ -45,6 +45,7 @@ __all__ = [
     "AllowList",
     "EgressRefusal",
     "IPAddress",
+    "callback_url_pattern",
     "check_resolved_addresses",
     "check_url",
 ]
@@ -173,6 +174,46 @@ _NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 _DOTTED_QUAD = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 _DEFAULT_PORTS: Final = {"https": 443, "http": 80}
+
+
+def callback_url_pattern() -> str:
+    """What :func:`check_url` accepts, as far as one regular expression can say it.
+
+    The pattern reads the same in ECMA-262 (JSON Schema's ``pattern``) and in Python's ``re``
+    (whose closing ``$`` must be read as ``\\Z``, as JSON Schema means it). Every URL it matches
+    is accepted by :func:`check_url` (no allowance): lower-case ``https://``, a lower-case DNS
+    name of at least two labels (each 1..63 letters, digits or inner hyphens, 253 characters in
+    all, an optional trailing dot), whose last label is not numeric, that is not localhost, a
+    cloud metadata name or a special-use name; an optional port 1..65535; then one ``/``, ``?``
+    or ``#`` and RFC 3986's path characters, ``/`` and ``?``. The length limit
+    (:data:`MAX_URL_LENGTH`) is a schema's ``maxLength``, not part of the pattern.
+
+    It accepts less than the guard: IP literals, upper case, percent-escapes, ``[]``, a second
+    ``#`` and leading zeros in the port are left out (the tail is one character class so that
+    schema-driven generators can build a string of a given length without searching). The guard
+    refuses more than it can say only at delivery: :func:`check_resolved_addresses` refuses a
+    name whose DNS answer holds a non-public address.
+    """
+    end = "(?:[:/?#]|$)"  # where the host ends
+    label = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+    # Only "." needs escaping in these names; re.escape would also escape "-", which ECMA-262's
+    # unicode mode refuses outside a character class.
+    refused_suffixes = "|".join(s.replace(".", "\\.") for s in ("localhost", *_SPECIAL_USE_SUFFIXES))
+    refused_names = "|".join(n.replace(".", "\\.") for n in sorted(_METADATA_NAMES))
+    port = "(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?"
+    pchar = "A-Za-z0-9._~!$&'()*+,;=:@-"
+    return (
+        "^https://"
+        f"(?!(?:[a-z0-9-]+\\.)*(?:{refused_suffixes})\\.?{end})"  # localhost, special-use, *.internal
+        f"(?!(?:{refused_names})\\.?{end})"  # cloud metadata names
+        # A name of at most 253 characters (a trailing dot aside), said as a negative lookahead,
+        # which generators (hypothesis, schemathesis) handle by filtering.
+        f"(?![a-z0-9.-]{{255}}|[a-z0-9.-]{{253}}[a-z0-9-]{end})"
+        f"(?:{label}\\.)+"
+        f"(?![0-9]+\\.?{end})(?!0x[0-9a-f]*\\.?{end})"  # a numeric last label makes it an IPv4 address
+        f"{label}\\.?{port}"
+        f"(?:[/?#][/?{pchar}]*)?$"
+    )
 
 
 class _Refused(Exception):

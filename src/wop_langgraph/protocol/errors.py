@@ -43,19 +43,24 @@ class WopError(Exception):
     """A refusal with an OpenWOP error code.
 
     Subclasses fix ``code``, ``status`` and ``retryable``; an instance carries the human
-    ``message`` and optional machine-readable ``details`` (never at the envelope's top level).
+    ``message``, optional machine-readable ``details`` (never at the envelope's top level) and
+    optional ``retry_after`` seconds, sent as the ``Retry-After`` header (the only place retry
+    timing may appear on the wire).
     """
 
     code: ClassVar[str] = "internal_error"
     status: ClassVar[int] = 500
     retryable: ClassVar[bool] = True
 
-    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str, *, details: dict[str, Any] | None = None, retry_after: int | None = None
+    ) -> None:
         if not message:
             raise ValueError("a WopError needs a non-empty message")
         super().__init__(message)
         self.message = message
         self.details = details
+        self.retry_after = retry_after
 
     def envelope(self) -> dict[str, Any]:
         """The error envelope ``{error, message, details?}`` as sent on the wire."""
@@ -250,6 +255,10 @@ class RateLimited(WopError):
     code = "rate_limited"
     status = 429
     retryable = True
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None, retry_after: int = 1) -> None:
+        # errors.md: a 429 rate_limited MUST carry Retry-After.
+        super().__init__(message, details=details, retry_after=retry_after)
 
 
 class ApprovalRejected(WopError):

@@ -46,8 +46,10 @@ _log = logging.getLogger("wop_langgraph.server")
 
 
 def error_response(error: WopError, headers: dict[str, str] | None = None) -> JSONResponse:
-    """The envelope of ``error`` with its registered status."""
+    """The envelope of ``error`` with its registered status (and ``Retry-After`` if it has one)."""
     all_headers = dict(headers or {})
+    if error.retry_after is not None:
+        all_headers.setdefault("Retry-After", str(error.retry_after))
     if error.status == 401 and error.code == "unauthenticated":
         all_headers.setdefault("WWW-Authenticate", "Bearer")
     return JSONResponse(error.envelope(), status_code=error.status, headers=all_headers)

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from wop_langgraph.protocol.egress import MAX_URL_LENGTH, callback_url_pattern
 from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.protocol.storable import INT64_MAX, INT64_MIN
 from wop_langgraph.server.idempotency import KEY_PATTERN
@@ -115,13 +116,22 @@ _BODIES = (
 _STORABLE_REF = "#/components/schemas/StorableJson"
 # No NUL; JSON text cannot carry a lone surrogate that a schema-valid client would send.
 _TEXT = r"^[^\u0000]*$"
-#: What the egress guard accepts, as a grammar: https and a public-looking DNS name. The guard
-#: also refuses special-use names (localhost, *.internal, *.local, ...), which a pattern cannot list.
+#: What the egress guard accepts at registration, as far as a pattern can say it: every URL the
+#: pattern admits, the guard admits (tests/server/test_openapi.py holds the two to that).
 _CALLBACK_URL: dict[str, Any] = {
     "type": "string",
     "format": "uri",
-    "maxLength": 2048,
-    "pattern": r"^https://([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.){1,2}[a-z]{2,63}(/[A-Za-z0-9._~/-]*)?$",
+    "maxLength": MAX_URL_LENGTH,
+    "pattern": callback_url_pattern(),
+    "description": (
+        "Where the host POSTs a suspended run's interrupts: https:// to a public DNS name "
+        "(not localhost, a cloud metadata name, or a special-use domain such as .local, .internal, "
+        ".test, .invalid, .onion, .alt, .home.arpa), with an optional port, path, query or fragment. "
+        "Every URL this pattern admits passes the egress guard when the run is created. The guard "
+        "refuses more than a pattern can express only at delivery: a name whose DNS answer holds a "
+        "private, loopback, link-local or otherwise non-public address is not called. "
+        "Public IP literals, upper case and percent-escapes are accepted by the guard but not described here."
+    ),
 }
 
 

@@ -9,7 +9,8 @@ Readers do not poll: between reads they wait for a wake-up that an append to the
 after its commit (in process, and across processes through PostgreSQL ``NOTIFY``), so an idle
 stream costs no queries. Only SQLite shared with separate worker processes (``serve --workers
 0``) re-checks every :data:`FALLBACK_SECONDS`. Open streams are limited per caller and per
-server (``429 rate_limited``).
+server: the slot is taken before the response starts, so a stream over the limit is answered
+``429 rate_limited`` with ``Retry-After``, never a ``200`` that is cut (:mod:`.streams`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from contextlib import AbstractContextManager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.responses import StreamingResponse
 from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 
@@ -33,6 +33,7 @@ from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.paths import run_id_from_path
 from wop_langgraph.server.state import ServerState, server_state
 from wop_langgraph.server.stream_modes import TERMINAL_EVENT_TYPES, EventFilter, event_filter
+from wop_langgraph.server.streams import SlotStreamingResponse
 from wop_langgraph.store.appended import RunWatch, signals_for
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.run_tables import events_table
@@ -89,17 +90,23 @@ async def stream_events(
     principal: Reader,
     streamMode: str | None = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
-) -> StreamingResponse:
+) -> SlotStreamingResponse:
     """The run's events as Server-Sent Events, through its terminal event."""
     run_id = run_id_from_path(runId, principal)
     keep = event_filter(streamMode, default="updates")
     after = _cursor(last_event_id)
     await run_in_threadpool(state.host.snapshot, run_id)  # 404 before the stream starts
-    return StreamingResponse(
-        _frames(request, state, _caller(principal), run_id, after, keep),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    slot = state.streams.hold(_caller(principal))  # 429 before the stream starts
+    try:
+        return SlotStreamingResponse(
+            slot,
+            _frames(request, state, run_id, after, keep),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    except BaseException:
+        slot.release()
+        raise
 
 
 def _cursor(last_event_id: str | None) -> int:
@@ -117,9 +124,9 @@ def _cursor(last_event_id: str | None) -> int:
 
 
 async def _frames(
-    request: Request, state: ServerState, caller: str, run_id: str, after: int, keep: EventFilter
+    request: Request, state: ServerState, run_id: str, after: int, keep: EventFilter
 ) -> AsyncIterator[str]:
-    with state.streams.hold(caller), _watch(state, run_id) as appended:
+    with _watch(state, run_id) as appended:
         last_sent = time.monotonic()
         yield "retry: 1000\n\n"
         while True:
