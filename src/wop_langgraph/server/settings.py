@@ -56,6 +56,8 @@ class Settings(BaseSettings):
         max_string_chars: the longest string or object key in a JSON request body.
         max_id_chars: the longest id in a path (``runId``, ``nodeId``).
         events_page_size: the most events one poll answers or one SSE read fetches.
+        langgraph_prefix / langgraph_cors_origins: the LangGraph Server API's mount point
+            (empty: off) and the browser origins allowed to call it.
         request_threads: threads that run blocking request handlers (default: the size of
             the database connection pool, so that a burst queues for a thread instead of
             opening connections it closes again).
@@ -83,6 +85,10 @@ class Settings(BaseSettings):
     max_id_chars: int = Field(default=512, ge=64, le=4096)
     events_page_size: int = Field(default=1000, ge=1, le=100_000)
     request_threads: int | None = Field(default=None, ge=1)
+    langgraph_prefix: str = "/langgraph"
+    """Where the LangGraph Server API is mounted (empty or ``off``: not served)."""
+    langgraph_cors_origins: str | None = None
+    """Comma-separated browser origins allowed to call the LangGraph API (e.g. agent-chat-ui's)."""
     callback_allow: AllowList | None = Field(default=None, exclude=True)
     """Test-only egress allowance for a loopback receiver; never set from the environment."""
     # Notifications (wop_langgraph.notify; off unless a directory is given). See the README.
@@ -114,6 +120,17 @@ class Settings(BaseSettings):
             max_json_depth=self.max_json_depth,
             max_string_chars=self.max_string_chars,
         )
+
+    @field_validator("langgraph_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        """``/segment[/segment...]`` without a trailing slash; empty or ``off`` turns the API off."""
+        text = value.strip()
+        if text in ("", "off"):
+            return ""
+        if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", text):
+            raise ValueError("WOP_LANGGRAPH_PREFIX must look like /langgraph (or be empty or 'off')")
+        return text
 
     @field_validator("public_url")
     @classmethod
