@@ -66,7 +66,9 @@ class ScriptedChatModel(BaseChatModel):
         last = str(humans[-1].content) if humans else ""
         turn = len(humans)
         if messages and isinstance(messages[-1], ToolMessage):
-            results = [str(m.content) for m in messages[messages.index(humans[-1]) :] if isinstance(m, ToolMessage)]
+            results = [
+                str(m.content) for m in messages[messages.index(humans[-1]) :] if isinstance(m, ToolMessage)
+            ]
             reply = AIMessage(content="Done: " + "; ".join(results), id=f"ai-done-{turn}")
         elif "batch" in last:
             calls = [
