@@ -32,7 +32,7 @@ def test_two_pending_interrupts_are_answered_by_id_and_a_plain_value_is_refused(
     refused = httpx.post(
         url, headers=ALICE, json={"assistant_id": "two-questions", "command": {"resume": "x"}}
     )
-    assert refused.status_code == 409
+    assert refused.status_code == 409 and refused.json()["error"] == "wop-langgraph.interrupts_pending"
     assert sorted(refused.json()["details"]["pendingInterruptIds"]) == sorted(pending.values())
     stale = httpx.post(
         url, headers=ALICE, json={"assistant_id": "two-questions", "command": {"resume": {"0" * 32: "x"}}}
