@@ -22,6 +22,7 @@ from langgraph.types import StateSnapshot
 from sqlalchemy import Connection
 
 from wop_langgraph.host import Principal, WopHost
+from wop_langgraph.host.driver import jsonable
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import unproject_id
@@ -29,6 +30,7 @@ from wop_langgraph.server.langgraph_api.errors import PendingInterrupts, ThreadB
 from wop_langgraph.server.langgraph_api.resume import answers
 from wop_langgraph.server.langgraph_api.shapes import (
     assistant_uuid,
+    interrupt_doc,
     state_doc,
     thread_doc,
     thread_status,
@@ -449,8 +451,6 @@ class LangGraphService:
         ``__interrupt__`` while it waits and ``__error__`` when it failed (as LangGraph's server)."""
         status = self.host.snapshot(started.run_id)
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
-        from wop_langgraph.host.driver import jsonable
-
         values: dict[str, Any] = dict(jsonable(snapshot.values)) if isinstance(snapshot.values, dict) else {}
         if status["status"].startswith(_RESTING_PREFIX):
             values["__interrupt__"] = self.pending_docs(started)
@@ -461,8 +461,6 @@ class LangGraphService:
 
     def pending_docs(self, started: Started) -> list[dict[str, Any]]:
         """The run's pending interrupts as LangGraph ``Interrupt`` documents."""
-        from wop_langgraph.server.langgraph_api.shapes import interrupt_doc
-
         pending = {r.lg_interrupt_id for r in self.host.pending_interrupts(started.run_id)}
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
         return [interrupt_doc(i.value, i.id) for t in snapshot.tasks for i in t.interrupts if i.id in pending]
