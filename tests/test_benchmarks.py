@@ -113,3 +113,10 @@ def test_sse_streams_benchmark_reports_latency_with_streams_open() -> None:
     assert "sqlite discovery" in out and "sqlite snapshot" in out
     if POSTGRES:
         assert "postgres discovery" in out and "postgres snapshot" in out
+
+
+def test_langgraph_api_benchmark_reports_each_backend() -> None:
+    out = _run("langgraph_api.py", "--clients", "2", "--cycles", "1")
+    assert "wop sqlite" in out and "resume p99" in out
+    if POSTGRES:
+        assert "wop postgres" in out

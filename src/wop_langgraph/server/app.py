@@ -91,5 +91,6 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     app.add_middleware(HeadMiddleware)
     app.add_middleware(ProtocolVersionMiddleware)
     # Outermost: a request counts from its first byte to its answer's last.
-    app.add_middleware(ForegroundMiddleware, foreground=host.foreground)
+    exempt = (settings.langgraph_prefix + "/",) if settings.langgraph_prefix else ()
+    app.add_middleware(ForegroundMiddleware, foreground=host.foreground, exempt=exempt)
     return app

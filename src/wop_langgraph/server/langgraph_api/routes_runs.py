@@ -18,7 +18,7 @@ from wop_langgraph.host import Principal
 from wop_langgraph.protocol.errors import Forbidden
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server.langgraph_api.auth import require
-from wop_langgraph.server.langgraph_api.bodies import json_body, service_of
+from wop_langgraph.server.langgraph_api.bodies import changing, json_body, service_of
 from wop_langgraph.server.langgraph_api.service import Started
 from wop_langgraph.server.langgraph_api.shapes import run_doc
 from wop_langgraph.server.langgraph_api.streaming import frames, stream_modes, wait_until_resting
@@ -55,7 +55,7 @@ async def _start(
     if thread_id is None:  # a stateless run: a thread of its own
         thread_id = str(uuid.uuid4())
         body = {**body, "if_not_exists": "create"}
-    started = await run_in_threadpool(service.start, principal, thread_id, body)
+    started = await changing(request, service.start, principal, thread_id, body)
     return started, body
 
 
@@ -160,7 +160,7 @@ async def join_stream(thread_id: str, run_id: str, request: Request, principal: 
 async def cancel_run(thread_id: str, run_id: str, request: Request, principal: Canceller) -> Response:
     """Cancel the run (nothing its interrupted step returns is committed); ``wait=1`` waits for it."""
     service = service_of(request)
-    await run_in_threadpool(service.cancel, principal, thread_id, run_id)
+    await changing(request, service.cancel, principal, thread_id, run_id)
     if request.query_params.get("wait") in ("1", "true"):
         row = await run_in_threadpool(service.run, principal, thread_id, run_id)
         await wait_until_resting(state_of(request), _started(row))

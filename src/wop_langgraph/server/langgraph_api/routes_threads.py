@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from wop_langgraph.host import Principal
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.server.langgraph_api.auth import require
-from wop_langgraph.server.langgraph_api.bodies import json_body, service_of
+from wop_langgraph.server.langgraph_api.bodies import changing, json_body, service_of
 
 __all__ = ["router"]
 
@@ -25,8 +25,13 @@ Canceller = Annotated[Principal, Depends(require("runs:cancel"))]
 async def create_thread(request: Request, principal: Creator) -> dict[str, Any]:
     body = await json_body(request)
     service = service_of(request)
-    return await run_in_threadpool(
-        service.create_thread, principal, body.get("thread_id"), body.get("metadata"), body.get("if_exists")
+    return await changing(
+        request,
+        service.create_thread,
+        principal,
+        body.get("thread_id"),
+        body.get("metadata"),
+        body.get("if_exists"),
     )
 
 
@@ -46,14 +51,14 @@ async def get_thread(thread_id: str, request: Request, principal: Reader) -> dic
 @router.patch("/threads/{thread_id}")
 async def patch_thread(thread_id: str, request: Request, principal: Creator) -> dict[str, Any]:
     body = await json_body(request)
-    return await run_in_threadpool(
-        service_of(request).patch_thread, principal, thread_id, body.get("metadata")
+    return await changing(
+        request, service_of(request).patch_thread, principal, thread_id, body.get("metadata")
     )
 
 
 @router.delete("/threads/{thread_id}", status_code=204)
 async def delete_thread(thread_id: str, request: Request, principal: Canceller) -> Response:
-    await run_in_threadpool(service_of(request).delete, principal, thread_id)
+    await changing(request, service_of(request).delete, principal, thread_id)
     return Response(status_code=204)
 
 
@@ -66,7 +71,7 @@ async def get_state(thread_id: str, request: Request, principal: Reader) -> dict
 async def update_state(thread_id: str, request: Request, principal: Responder) -> dict[str, Any]:
     """Only Agent Inbox's "ignore" (``{values: null, as_node: "__end__"}``): the run ends as cancelled."""
     body = await json_body(request)
-    return await run_in_threadpool(service_of(request).ignore, principal, thread_id, body)
+    return await changing(request, service_of(request).ignore, principal, thread_id, body)
 
 
 async def _history(
