@@ -8,6 +8,7 @@
 * ``inbox-email``: Agent Inbox's ``HumanInterrupt`` (the project's example, unchanged).
 * ``two-questions``: two parallel nodes, each a plain ``interrupt()``: two pending at once.
 * ``slow``: an async node that sleeps, for busy threads and cancel.
+* ``broken``: a node that raises, for a failed run.
 """
 
 from __future__ import annotations
@@ -129,9 +130,22 @@ def build_slow() -> Any:
     return graph.compile()
 
 
+def _fail(state: Slow) -> dict[str, Any]:
+    raise RuntimeError("the tool is down")
+
+
+def build_broken() -> Any:
+    graph = StateGraph(Slow)
+    graph.add_node("fail", _fail)
+    graph.add_edge(START, "fail")
+    graph.add_edge("fail", END)
+    return graph.compile()
+
+
 WORKFLOWS: dict[str, Any] = {
     "chat-agent": build_chat_agent(),
     agent_inbox.WORKFLOW_ID: agent_inbox.build_graph(),
     "two-questions": build_two_questions(),
     "slow": build_slow(),
+    "broken": build_broken(),
 }

@@ -105,3 +105,19 @@ def test_new_input_while_interrupted_is_refused_until_the_interrupt_is_answered(
     assert client.threads.get(thread_id)["status"] == "interrupted"
     with pytest.raises(ConflictError):  # nothing to resume on a thread that does not wait
         client.runs.create(client.threads.create()["thread_id"], "chat-agent", command={"resume": "x"})
+
+
+def test_a_failed_run_ends_its_stream_with_an_error_and_the_thread_is_in_error(
+    base: str, sdk: SdkFactory
+) -> None:
+    client = sdk()
+    thread_id = client.threads.create()["thread_id"]
+    parts = list(client.runs.stream(thread_id, "broken", input={}, stream_mode=["values", "updates"]))
+    assert parts[0].event == "metadata" and parts[-1].event == "error"
+    assert parts[-1].data["message"]  # the OpenWOP run's public error
+    assert client.threads.get(thread_id)["status"] == "error"
+    assert client.runs.get(thread_id, parts[0].data["run_id"])["status"] == "error"
+    # a thread in error takes new input; runs.wait raises the run's error as the SDK does with LangGraph's
+    with pytest.raises(Exception, match="internal_error: node 'fail' failed"):
+        client.runs.wait(thread_id, "broken", input={})
+    assert len(client.runs.list(thread_id)) == 2
