@@ -66,6 +66,10 @@ def test_a_conversation_streams_turns_that_see_the_earlier_ones(base: str, sdk: 
     assert [r["run_id"] for r in client.runs.list(thread_id)] == [second_run, run_id]
     history = client.threads.get_history(thread_id, limit=3)
     assert len(history) == 3 and history[0]["values"] == thread["values"]
+    older = history[2]["checkpoint"]["checkpoint_id"]
+    assert client.threads.get_state(thread_id, checkpoint_id=older)["values"] == history[2]["values"]
+    drawn = client.assistants.get_graph(GRAPH)
+    assert {"model", "tools"} <= {node["id"] for node in drawn["nodes"]}
 
 
 def test_approve_edit_and_reject_a_tool_call(base: str, sdk: SdkFactory) -> None:

@@ -82,3 +82,12 @@ async def assistant_schemas(assistant_id: str, request: Request, principal: Read
         }
     except Exception as exc:  # a state type pydantic cannot describe
         raise NotFound(f"graph {graph_id!r} has no JSON Schema: {exc}") from None
+
+
+@router.get("/assistants/{assistant_id}/graph")
+async def assistant_graph(assistant_id: str, request: Request, principal: Reader) -> dict[str, Any]:
+    """The graph's nodes and edges (``{nodes, edges}``, as LangGraph Studio draws them)."""
+    service = service_of(request)
+    graph = service.host.registry.get(service.graph_id(assistant_id)).graph
+    drawn: dict[str, Any] = graph.get_graph().to_json()
+    return drawn

@@ -67,6 +67,13 @@ async def get_state(thread_id: str, request: Request, principal: Reader) -> dict
     return await run_in_threadpool(service_of(request).state, principal, thread_id)
 
 
+@router.get("/threads/{thread_id}/state/{checkpoint_id}")
+async def get_state_at(
+    thread_id: str, checkpoint_id: str, request: Request, principal: Reader
+) -> dict[str, Any]:
+    return await run_in_threadpool(service_of(request).state_at, principal, thread_id, checkpoint_id)
+
+
 @router.post("/threads/{thread_id}/state")
 async def update_state(thread_id: str, request: Request, principal: Responder) -> dict[str, Any]:
     """Only Agent Inbox's "ignore" (``{values: null, as_node: "__end__"}``): the run ends as cancelled."""

@@ -221,6 +221,23 @@ class LangGraphService:
         snapshot, pending = self.current_state(row)
         return state_doc(thread_id, snapshot, pending)
 
+    def state_at(self, principal: Principal, thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+        """``GET /threads/{id}/state/{checkpoint_id}``: the thread's state at one of its checkpoints.
+
+        Raises:
+            NotFound: no such checkpoint in the thread's runs.
+        """
+        row = self.thread(principal, thread_id)
+        _, pending = self.current_state(row)
+        with reading(self.host.engine) as conn:
+            runs = runs_of_thread(conn, thread_id)
+        for run in runs:
+            configurable = {"thread_id": run.run_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+            snapshot = self._graph(run.workflow_id).get_state({"configurable": configurable})
+            if snapshot.created_at is not None:
+                return state_doc(thread_id, snapshot, pending if run.run_id == row.run_id else ())
+        raise NotFound(f"no checkpoint {checkpoint_id!r} on thread {thread_id!r}")
+
     def history(
         self, principal: Principal, thread_id: str, limit: int, before: str | None
     ) -> list[dict[str, Any]]:
