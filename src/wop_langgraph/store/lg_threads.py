@@ -46,6 +46,7 @@ __all__ = [
     "insert_thread",
     "insert_thread_run",
     "move_thread",
+    "run_rest",
     "runs_of_thread",
     "seed_checkpoint",
     "tenant_threads",
@@ -103,6 +104,9 @@ class ThreadRow:
     run_status: str | None
     run_updated_at: datetime | None
     workflow_id: str | None
+    run_queued: bool = False
+    """Whether the current run has work queued or being driven (a waiting run whose step is
+    still recording its other interrupts is not at rest yet)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,14 @@ class ThreadRunRow:
     status: str
     updated_at: datetime
     workflow_id: str
+
+
+def run_rest(conn: Connection, run_id: str) -> tuple[str, bool] | None:
+    """The run's status and whether it is queued (has work queued or being driven); ``None``: no run."""
+    row = conn.execute(
+        select(runs_table.c.status, runs_table.c.queued_at).where(runs_table.c.run_id == run_id)
+    ).first()
+    return None if row is None else (str(row.status), row.queued_at is not None)
 
 
 def create_tables(engine: Engine) -> None:
@@ -137,6 +149,7 @@ def _thread_query() -> Any:
         r.c.status.label("run_status"),
         r.c.updated_at.label("run_updated_at"),
         r.c.workflow_id,
+        r.c.queued_at,
     ).select_from(t.outerjoin(r, r.c.run_id == t.c.run_id))
 
 
@@ -151,6 +164,7 @@ def _thread(row: Any) -> ThreadRow:
         row.run_status,
         row.run_updated_at,
         row.workflow_id,
+        row.queued_at is not None,
     )
 
 

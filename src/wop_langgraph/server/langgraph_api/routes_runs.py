@@ -102,7 +102,7 @@ async def stream_stateless(request: Request, principal: Caller) -> StreamingResp
 
 async def _wait(request: Request, principal: Principal, thread_id: str | None) -> JSONResponse:
     started, _ = await _start(request, principal, thread_id)
-    await wait_until_resting(state_of(request), started)
+    await wait_until_resting(state_of(request), service_of(request), started)
     outcome = await run_in_threadpool(service_of(request).outcome, started)
     return JSONResponse(outcome, headers=_location(request, started))
 
@@ -137,7 +137,7 @@ async def join_run(thread_id: str, run_id: str, request: Request, principal: Rea
     """Wait until the run rests; its outcome (as ``runs.wait``)."""
     service = service_of(request)
     started = _started(await run_in_threadpool(service.run, principal, thread_id, run_id))
-    await wait_until_resting(state_of(request), started)
+    await wait_until_resting(state_of(request), service_of(request), started)
     return await run_in_threadpool(service.outcome, started)
 
 
@@ -163,5 +163,5 @@ async def cancel_run(thread_id: str, run_id: str, request: Request, principal: C
     await changing(request, service.cancel, principal, thread_id, run_id)
     if request.query_params.get("wait") in ("1", "true"):
         row = await run_in_threadpool(service.run, principal, thread_id, run_id)
-        await wait_until_resting(state_of(request), _started(row))
+        await wait_until_resting(state_of(request), service, _started(row))
     return Response(status_code=202)

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
@@ -44,6 +44,7 @@ from wop_langgraph.store.lg_threads import (
     insert_thread,
     insert_thread_run,
     move_thread,
+    run_rest,
     runs_of_thread,
     seed_checkpoint,
     tenant_threads,
@@ -77,6 +78,9 @@ class Started:
 def is_resting(status: str) -> bool:
     """Whether an OpenWOP run status is at rest (waiting on an interrupt, or ended)."""
     return status.startswith(_RESTING_PREFIX) or status in _TERMINAL
+
+
+_BUSY: Final = "running"
 
 
 def _contains(document: Any, pattern: Any) -> bool:
@@ -199,12 +203,12 @@ class LangGraphService:
             r
             for r in rows
             if (metadata is None or _contains(r.metadata, metadata))
-            and (status is None or thread_status(r.run_status) == status)
+            and (status is None or thread_status(r.run_status, r.run_queued) == status)
         ]
 
         def key(row: ThreadRow) -> Any:
             if sort_by == "status":
-                return thread_status(row.run_status)
+                return thread_status(row.run_status, row.run_queued)
             if sort_by == "updated_at":
                 return max(row.updated_at, row.run_updated_at or row.updated_at)
             return getattr(row, sort_by)
@@ -335,7 +339,7 @@ class LangGraphService:
                 "command.update is not supported: state changes go through the graph's own nodes"
             )
         goto = command.get("goto")
-        status = row.run_status or ""
+        status = _effective(row)
         if status in ("pending", "running"):
             raise ThreadBusy(f"thread {row.thread_id!r} is busy", details={"thread_id": row.thread_id})
         if row.run_id is None or row.workflow_id is None or not status.startswith(_RESTING_PREFIX):
@@ -362,7 +366,7 @@ class LangGraphService:
     def _next_run(
         self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any]
     ) -> Started:
-        status = row.run_status or ""
+        status = _effective(row)
         if status in ("pending", "running"):
             raise ThreadBusy(
                 f"thread {row.thread_id!r} is busy (multitask_strategy reject)",
@@ -482,12 +486,25 @@ class LangGraphService:
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
         return [interrupt_doc(i.value, i.id) for t in snapshot.tasks for i in t.interrupts if i.id in pending]
 
+    def rest_status(self, run_id: str) -> str:
+        """The run's OpenWOP status, ``running`` while a waiting run is still being driven.
+
+        Raises:
+            NotFound: no such run.
+        """
+        with reading(self.host.engine) as conn:
+            found = run_rest(conn, run_id)
+        if found is None:
+            raise NotFound(f"no run {run_id!r}")
+        status, queued = found
+        return _BUSY if queued and status.startswith(_RESTING_PREFIX) else status
+
     def progress(
         self, started: Started, after: str | None
     ) -> tuple[str, list[StateSnapshot], StateSnapshot | None]:
         """The run's OpenWOP status (read first), its states after checkpoint ``after`` oldest first,
         and the state at ``after`` itself (``None`` when there is none)."""
-        status = str(self.host.snapshot(started.run_id)["status"])
+        status = self.rest_status(started.run_id)
         newer: list[StateSnapshot] = []
         base: StateSnapshot | None = None
         history: Iterator[StateSnapshot] = self._graph(started.workflow_id).get_state_history(
@@ -501,6 +518,12 @@ class LangGraphService:
             newer.append(snapshot)
         newer.reverse()
         return status, newer, base
+
+
+def _effective(row: ThreadRow) -> str:
+    """The current run's status as a LangGraph client sees it: a waiting run still being driven is running."""
+    status = row.run_status or ""
+    return _BUSY if row.run_queued and status.startswith(_RESTING_PREFIX) else status
 
 
 def _required_str(body: Mapping[str, Any], name: str) -> str:

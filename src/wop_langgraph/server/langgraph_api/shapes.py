@@ -59,9 +59,13 @@ def assistant_doc(graph_id: str, created_at: datetime) -> dict[str, Any]:
     }
 
 
-def thread_status(run_status: str | None) -> str:
-    """LangGraph's thread status for the OpenWOP status of the thread's current run."""
-    if run_status in ("pending", "running"):
+def thread_status(run_status: str | None, queued: bool = False) -> str:
+    """LangGraph's thread status for the OpenWOP status of the thread's current run (``queued``:
+    the run still has work queued or being driven, so it is busy even if an interrupt already
+    put it in a waiting status)."""
+    if run_status in ("pending", "running") or (
+        queued and run_status is not None and run_status.startswith(_WAITING)
+    ):
         return "busy"
     if run_status is not None and run_status.startswith(_WAITING):
         return "interrupted"
@@ -109,7 +113,7 @@ def thread_doc(row: ThreadRow, snapshot: StateSnapshot | None, pending: Collecti
         "updated_at": iso_z(updated),
         "state_updated_at": iso_z(updated),
         "metadata": row.metadata,
-        "status": thread_status(row.run_status),
+        "status": thread_status(row.run_status, row.run_queued),
         "values": _values(snapshot),
         "interrupts": _pending_interrupts(snapshot, pending),
         "config": {},

@@ -64,14 +64,16 @@ def _frame(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'), ensure_ascii=False)}\n\n"
 
 
-async def wait_until_resting(state: ServerState, started: Started, timeout: float | None = None) -> str:
-    """Wait until the run waits on an interrupt or has ended; its OpenWOP status."""
+async def wait_until_resting(
+    state: ServerState, service: LangGraphService, started: Started, timeout: float | None = None
+) -> str:
+    """Wait until the run waits on an interrupt or has ended (and no drive is left); its OpenWOP status."""
     host = state.host
     deadline = None if timeout is None else time.monotonic() + timeout
     with signals_for(host.engine).watch(started.run_id) as appended:
         while True:
             appended.arm()
-            status = str((await run_in_threadpool(host.snapshot, started.run_id))["status"])
+            status = await run_in_threadpool(service.rest_status, started.run_id)
             if is_resting(status):
                 return status
             remaining = (
