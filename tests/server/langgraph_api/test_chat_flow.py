@@ -57,6 +57,12 @@ def test_a_conversation_streams_turns_that_see_the_earlier_ones(base: str, sdk: 
 
     parts, _ = stream(client, thread_id, input=say("and again"))
     second_run = parts[0].data["run_id"]
+    # a client that lost the stream after its first step rejoins it with Last-Event-ID
+    first_step = next(p.id for p in parts if p.id)
+    rejoined = list(client.runs.join_stream(thread_id, second_run, last_event_id=first_step))
+    assert [p.data for p in rejoined if p.event == "values"] == [
+        p.data for p in parts if p.event == "values"
+    ][1:]
     assert second_run != run_id  # a new input is a new OpenWOP run of the same thread
     texts = [m["content"] for m in last_values(parts)["messages"]]
     assert texts == ["hello", "turn 1: you said 'hello'", "and again", "turn 2: you said 'and again'"]

@@ -7,6 +7,7 @@ scope (it is a decision, recorded with the key's principal); new input needs ``r
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Annotated, Any
 
@@ -15,7 +16,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph.host import Principal
-from wop_langgraph.protocol.errors import Forbidden
+from wop_langgraph.protocol.errors import Forbidden, ValidationError
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server.langgraph_api.auth import require
 from wop_langgraph.server.langgraph_api.bodies import changing, json_body, service_of
@@ -27,6 +28,8 @@ from wop_langgraph.server.state import state_of
 __all__ = ["router"]
 
 router = APIRouter()
+#: LangGraph's checkpoint ids (uuid6 text), which our stream events carry as their ids.
+_CHECKPOINT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 Caller = Annotated[Principal, Depends(require())]
 Reader = Annotated[Principal, Depends(require("runs:read"))]
 Canceller = Annotated[Principal, Depends(require("runs:cancel"))]
@@ -143,12 +146,20 @@ async def join_run(thread_id: str, run_id: str, request: Request, principal: Rea
 
 @router.get("/threads/{thread_id}/runs/{run_id}/stream")
 async def join_stream(thread_id: str, run_id: str, request: Request, principal: Reader) -> StreamingResponse:
-    """Follow a run from now on (what it does after the request), in the requested modes."""
+    """Follow a run in the requested modes: from now on, or, with ``Last-Event-ID`` (an event id of
+    an earlier stream of the run: a checkpoint id), from the step after that event."""
     service = service_of(request)
     row = await run_in_threadpool(service.run, principal, thread_id, run_id)
-    baseline = await run_in_threadpool(service.latest_checkpoint, row.workflow_id, row.run_id)
+    last_event_id = request.headers.get("last-event-id", "").strip()
+    if last_event_id and not _CHECKPOINT_ID.fullmatch(last_event_id):
+        raise ValidationError(
+            "Last-Event-ID must be an event id of this run's stream", details={"header": "Last-Event-ID"}
+        )
+    baseline = last_event_id or await run_in_threadpool(
+        service.latest_checkpoint, row.workflow_id, row.run_id
+    )
     started = Started(row.thread_id, row.run_id, row.workflow_id, baseline)
-    modes = stream_modes(request.query_params.getlist("stream_mode") or None)
+    modes = stream_modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
     return StreamingResponse(
         frames(request, state_of(request), service, principal, started, modes),
         media_type="text/event-stream",

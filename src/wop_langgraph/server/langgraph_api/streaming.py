@@ -184,7 +184,12 @@ async def frames(
                 first = False
             for snapshot in newer:
                 after = str(snapshot.config["configurable"]["checkpoint_id"])
-                for frame in emitter.step(snapshot):
+                step = emitter.step(snapshot)
+                if step:
+                    # The step's last frame carries its checkpoint id: a client that reconnects
+                    # with it as Last-Event-ID (GET .../runs/{run}/stream) gets the steps after it.
+                    step[-1] = f"id: {after}\n{step[-1]}"
+                for frame in step:
                     yield frame
                     last_sent = time.monotonic()
             if is_resting(status):
