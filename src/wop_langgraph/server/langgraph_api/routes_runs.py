@@ -155,9 +155,9 @@ async def join_stream(thread_id: str, run_id: str, request: Request, principal: 
         raise ValidationError(
             "Last-Event-ID must be an event id of this run's stream", details={"header": "Last-Event-ID"}
         )
-    baseline = last_event_id or await run_in_threadpool(
-        service.latest_checkpoint, row.workflow_id, row.run_id
-    )
+    baseline: str | None = last_event_id or None
+    if baseline is None:
+        baseline = await run_in_threadpool(service.latest_checkpoint, row.workflow_id, row.run_id)
     started = Started(row.thread_id, row.run_id, row.workflow_id, baseline)
     modes = stream_modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
     return StreamingResponse(
