@@ -121,3 +121,24 @@ def test_a_failed_run_ends_its_stream_with_an_error_and_the_thread_is_in_error(
     with pytest.raises(Exception, match="internal_error: node 'fail' failed"):
         client.runs.wait(thread_id, "broken", input={})
     assert len(client.runs.list(thread_id)) == 2
+
+
+@pytest.mark.parametrize(("on_disconnect", "after"), [("cancel", "interrupted"), ("continue", "running")])
+def test_a_client_that_leaves_a_stream_cancels_the_run_only_if_it_asked(
+    base: str, sdk: SdkFactory, on_disconnect: str, after: str
+) -> None:
+    client = sdk()
+    thread_id = client.threads.create()["thread_id"]
+    body = {"assistant_id": "slow", "input": {}, "on_disconnect": on_disconnect}
+    url = f"{base}/langgraph/threads/{thread_id}/runs/stream"
+    with httpx.stream("POST", url, json=body, headers=ALICE) as response:
+        assert next(response.iter_lines()) == "event: metadata"
+        run_id = response.headers["content-location"].rsplit("/", 1)[1]
+    status = poll_until(
+        lambda: client.runs.get(thread_id, run_id)["status"], lambda s: s == after, timeout=10, what=after
+    )
+    assert status == after
+    if after == "running":
+        time.sleep(1.5)  # the server noticed the disconnect by now, and left the run alone
+        assert client.runs.get(thread_id, run_id)["status"] == "running"
+        client.runs.cancel(thread_id, run_id, wait=True)

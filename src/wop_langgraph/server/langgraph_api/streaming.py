@@ -14,7 +14,9 @@ inside the process that drives the run); those modes are accepted and stay silen
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
@@ -164,10 +166,33 @@ async def frames(
     cancel_on_disconnect: bool = False,
 ) -> AsyncIterator[str]:
     """The run's SSE frames, from ``metadata`` until it rests."""
-    host = state.host
     yield _frame(
         "metadata", {"run_id": project_id(started.run_id), "thread_id": started.thread_id, "attempt": 1}
     )
+    rested = False
+    try:
+        async for frame in _follow(request, state, service, principal, started, modes):
+            yield frame
+        rested = True
+    finally:
+        if not rested and cancel_on_disconnect:
+            # The client left (Starlette cancels the response): with on_disconnect "cancel" the
+            # run is cancelled too, off the loop, as the stream may already be torn down.
+            threading.Thread(
+                target=service.cancel_run_quietly, args=(started.run_id, principal), daemon=True
+            ).start()
+
+
+async def _follow(
+    request: Request,
+    state: ServerState,
+    service: LangGraphService,
+    principal: Principal,
+    started: Started,
+    modes: Sequence[str],
+) -> AsyncIterator[str]:
+    """The frames after ``metadata``, until the run rests (or the client has left)."""
+    host = state.host
     emitter = _Emitter(started, modes)
     after = started.baseline
     first = True
@@ -205,9 +230,7 @@ async def frames(
                     yield frame
                 return
             if await request.is_disconnected():
-                if cancel_on_disconnect:
-                    await run_in_threadpool(service.cancel_run_quietly, started.run_id, principal)
-                return
+                raise asyncio.CancelledError  # as when Starlette notices it first
             quiet = _KEEP_ALIVE_SECONDS - (time.monotonic() - last_sent)
             if quiet <= 0:
                 yield ": keep-alive\n\n"
