@@ -123,3 +123,10 @@ def test_tokens_benchmark_reports_every_mode_against_a_baseline(tmp_path: Path) 
         for mode in ("valid", "bad_mac", "oversized"):
             assert f"{implementation:<15} {mode:<10}" in out
     assert "current / baseline valid" in out and "target: valid >= 100,000/s" in out
+
+
+def test_langgraph_api_benchmark_reports_each_backend() -> None:
+    out = _run("langgraph_api.py", "--clients", "2", "--cycles", "1")
+    assert "wop sqlite" in out and "resume p99" in out
+    if POSTGRES:
+        assert "wop postgres" in out

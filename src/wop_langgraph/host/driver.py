@@ -73,6 +73,7 @@ from wop_langgraph.store.interrupts import (
     mark_consumed,
     open_work,
 )
+from wop_langgraph.store.lg_threads import SEED_MARK
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_queue import Claim, ClaimedRun
 from wop_langgraph.store.run_tables import event_counters_table, events_table, interrupts_table, runs_table
@@ -280,7 +281,10 @@ class GraphDriver:
         if undelivered:
             values = {r.interrupt_id: _node_value(r) for r in undelivered}
             graph_input: Any = resume_command(undelivered, values)
-        elif saved is None:
+        elif saved is None or SEED_MARK in (saved.metadata or {}):
+            # A new run, or the next run of a LangGraph thread, whose first checkpoint is a copy
+            # of where the thread's previous run ended (store/lg_threads.py): its input applies
+            # on top of that state.
             graph_input = first_input if first_input is not None else {}
         elif pending:
             return self._settle(claim, config, [])  # nothing to run until someone answers

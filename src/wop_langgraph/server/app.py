@@ -21,6 +21,7 @@ from wop_langgraph.server.delivery import attach_callbacks
 from wop_langgraph.server.errors import ProtocolVersionMiddleware, install_error_handlers
 from wop_langgraph.server.foreground import ForegroundMiddleware
 from wop_langgraph.server.head import HeadMiddleware
+from wop_langgraph.server.langgraph_api import mount_langgraph_api
 from wop_langgraph.server.limits import RequestLimitsMiddleware
 from wop_langgraph.server.maintenance import lifespan
 from wop_langgraph.server.openapi import install_openapi
@@ -82,6 +83,7 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router, dependencies=[Depends(bounded_path_ids)])
     install_error_handlers(app, [route for module in modules for route in module.router.routes])
     install_openapi(app, settings.request_limits(), host.registry.workflow_ids)
+    mount_langgraph_api(app, state)
     # The last added runs first: the foreground count, version negotiation, then HEAD, body
     # limits, path escapes.
     app.add_middleware(SlashEscapeMiddleware)
@@ -89,5 +91,6 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     app.add_middleware(HeadMiddleware)
     app.add_middleware(ProtocolVersionMiddleware)
     # Outermost: a request counts from its first byte to its answer's last.
-    app.add_middleware(ForegroundMiddleware, foreground=host.foreground)
+    exempt = (settings.langgraph_prefix + "/",) if settings.langgraph_prefix else ()
+    app.add_middleware(ForegroundMiddleware, foreground=host.foreground, exempt=exempt)
     return app

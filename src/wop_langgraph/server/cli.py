@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
 from wop_langgraph._heap import freeze_startup_heap
+from wop_langgraph.langgraph_config import load_langgraph_config
 from wop_langgraph.startup import (
     STARTUP_ERROR_STATUS,
     StartupError,
@@ -46,8 +47,10 @@ variables: WOP_SIGNING_KEYS (required), WOP_API_KEYS, WOP_DATABASE_URL (--db ove
 WOP_PUBLIC_URL, WOP_TOKEN_TTL_SECONDS, WOP_SWEEP_INTERVAL_SECONDS, and WOP_NOTIFY_* for email/chat
 notifications of interrupts with personal links (see the README).
 
-example:
+examples:
   wop-langgraph serve wop_langgraph.examples.review:workflows --db sqlite:///runs.db --port 8000
+  wop-langgraph serve --config langgraph.json --db sqlite:///runs.db --port 2024
+  (the LangGraph Server API is at /langgraph: WOP_LANGGRAPH_PREFIX moves it, 'off' removes it)
 """
 
 
@@ -66,6 +69,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     parser.add_argument(
         "--definitions", metavar="DIR", help="load every *.json OpenWOP WorkflowDefinition in DIR"
+    )
+    parser.add_argument(
+        "--config",
+        metavar="LANGGRAPH_JSON",
+        help="serve the graphs (and env) of a LangGraph project's langgraph.json, as `langgraph dev` does",
     )
     parser.add_argument("--db", dest="database_url", help="database URL (default: $WOP_DATABASE_URL)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
@@ -96,8 +104,8 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.target is None and args.definitions is None:
-        parser.error("give MODULE:ATTR, --definitions DIR, or both")
+    if args.target is None and args.definitions is None and args.config is None:
+        parser.error("give MODULE:ATTR, --config langgraph.json, --definitions DIR, or several")
     problem = missing_extra("server", COMMAND)
     if problem:
         print(problem, file=sys.stderr)
@@ -118,6 +126,8 @@ def _serve(args: argparse.Namespace) -> int:
     from wop_langgraph.server import ConfigurationError, Settings, create_app
 
     install_log_redaction()  # review links carry live tokens: none may reach a log line
+    # A langgraph.json's env is set first: its graphs, and WOP_* settings in it, read it.
+    workflows = load_langgraph_config(args.config, COMMAND) if args.config else {}
     overrides: dict[str, Any] = {"database_url": args.database_url} if args.database_url else {}
     if args.workers is not None:
         overrides["workers"] = args.workers
@@ -128,7 +138,7 @@ def _serve(args: argparse.Namespace) -> int:
         name = "WOP_" + "_".join(str(part) for part in first["loc"]).upper()
         raise StartupError(f"{COMMAND}: {name}: {first['msg']}") from None
     check_database_url(settings.database_url, COMMAND)
-    workflows = load_workflows(args.target, COMMAND) if args.target else {}
+    workflows.update(load_workflows(args.target, COMMAND) if args.target else {})
     try:
         settings.keyring()
         settings.api_keyring()

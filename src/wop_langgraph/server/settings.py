@@ -60,6 +60,8 @@ class Settings(BaseSettings):
         review_event_form: whether the reviewer page of an ``external-event`` gate offers a form
             to deliver the event by hand (off: the event comes from a system; the page only
             says what is awaited).
+        langgraph_prefix / langgraph_cors_origins: the LangGraph Server API's mount point
+            (empty: off) and the browser origins allowed to call it.
         request_threads: threads that run blocking request handlers (default: the size of
             the database connection pool, so that a burst queues for a thread instead of
             opening connections it closes again).
@@ -88,6 +90,10 @@ class Settings(BaseSettings):
     events_page_size: int = Field(default=1000, ge=1, le=100_000)
     request_threads: int | None = Field(default=None, ge=1)
     review_event_form: bool = False
+    langgraph_prefix: str = "/langgraph"
+    """Where the LangGraph Server API is mounted (empty or ``off``: not served)."""
+    langgraph_cors_origins: str | None = None
+    """Comma-separated browser origins allowed to call the LangGraph API (e.g. agent-chat-ui's)."""
     callback_allow: AllowList | None = Field(default=None, exclude=True)
     """Test-only egress allowance for a loopback receiver; never set from the environment."""
     # Notifications (wop_langgraph.notify; off unless a directory is given). See the README.
@@ -119,6 +125,17 @@ class Settings(BaseSettings):
             max_json_depth=self.max_json_depth,
             max_string_chars=self.max_string_chars,
         )
+
+    @field_validator("langgraph_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        """``/segment[/segment...]`` without a trailing slash; empty or ``off`` turns the API off."""
+        text = value.strip()
+        if text in ("", "off"):
+            return ""
+        if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", text):
+            raise ValueError("WOP_LANGGRAPH_PREFIX must look like /langgraph (or be empty or 'off')")
+        return text
 
     @field_validator("public_url")
     @classmethod

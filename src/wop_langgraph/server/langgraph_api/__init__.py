@@ -1,0 +1,53 @@
+"""The LangGraph Server API over the OpenWOP host, mounted by ``wop-langgraph serve`` at ``/langgraph``.
+
+The subset of LangGraph's server that its SDKs (``langgraph_sdk``, ``@langchain/langgraph-sdk``),
+agent-chat-ui and Agent Inbox call: ``/info``, assistants, threads (with state, history and
+search), runs (background, SSE stream, wait, join, cancel) and stateless runs. Every route is
+one or more :class:`~wop_langgraph.host.WopHost` operations (see :mod:`.service`): a LangGraph
+run *is* an OpenWOP run, with the same id, events, claims and audit trail. Keys are the OpenWOP
+surface's (``x-api-key``); refusals use the OpenWOP error envelope.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+
+from wop_langgraph.server.errors import install_error_handlers
+from wop_langgraph.server.langgraph_api import routes_assistants, routes_runs, routes_threads
+from wop_langgraph.server.langgraph_api.service import LangGraphService
+from wop_langgraph.server.state import ServerState
+from wop_langgraph.store.lg_threads import create_tables
+
+__all__ = ["create_langgraph_app", "mount_langgraph_api"]
+
+
+def create_langgraph_app(state: ServerState) -> FastAPI:
+    """The LangGraph API as its own app over ``state``'s host (its thread tables are created here)."""
+    create_tables(state.host.engine)
+    app = FastAPI(
+        title="wop-langgraph: LangGraph Server API", docs_url=None, redoc_url=None, openapi_url=None
+    )
+    app.state.wop = state
+    app.state.langgraph = LangGraphService(state.host)
+    modules = (routes_assistants, routes_threads, routes_runs)
+    for module in modules:
+        app.include_router(module.router)
+    install_error_handlers(app, [route for module in modules for route in module.router.routes])
+    origins = [o.strip() for o in (state.settings.langgraph_cors_origins or "").split(",") if o.strip()]
+    if origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["content-location", "location"],
+        )
+    return app
+
+
+def mount_langgraph_api(app: FastAPI, state: ServerState) -> None:
+    """Mount the LangGraph API under ``WOP_LANGGRAPH_PREFIX`` (nothing when it is empty)."""
+    prefix = state.settings.langgraph_prefix
+    if prefix:
+        app.mount(prefix, create_langgraph_app(state))

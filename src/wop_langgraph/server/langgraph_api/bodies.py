@@ -1,0 +1,54 @@
+"""Request bodies and the sub-app's service, for the LangGraph API routes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+
+from wop_langgraph.protocol.errors import ValidationError
+from wop_langgraph.server.langgraph_api.service import LangGraphService
+
+__all__ = ["changing", "json_body", "service_of"]
+
+T = TypeVar("T")
+
+
+async def changing(request: Request, operation: Callable[..., T], *args: Any) -> T:
+    """Run a host operation that changes something on the thread pool, counted as a request being
+    answered (``host.foreground``: the workers let it go first) only while it runs; a request that
+    then waits for the run (``runs/wait``, ``runs/stream``) is not counted for its wait."""
+    foreground = service_of(request).host.foreground
+    foreground.enter()
+    try:
+        return await run_in_threadpool(operation, *args)
+    finally:
+        foreground.leave()
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object body (``{}`` when empty).
+
+    Raises:
+        ValidationError: not JSON, or not an object.
+    """
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise ValidationError("the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise ValidationError("the body must be a JSON object")
+    return body
+
+
+def service_of(request: Request) -> LangGraphService:
+    """The sub-app's :class:`LangGraphService`."""
+    service = request.app.state.langgraph
+    assert isinstance(service, LangGraphService)
+    return service

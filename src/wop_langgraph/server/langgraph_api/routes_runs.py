@@ -1,0 +1,178 @@
+"""Runs of a thread: create (background, stream, wait), read, list, join, cancel; stateless runs.
+
+Each creating response carries ``Content-Location: <prefix>/threads/{thread_id}/runs/{run_id}``,
+which the SDKs read for the run's id. A ``command.resume`` needs the ``approvals:respond``
+scope (it is a decision, recorded with the key's principal); new input needs ``runs:create``.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from wop_langgraph.host import Principal
+from wop_langgraph.protocol.errors import Forbidden, ValidationError
+from wop_langgraph.protocol.ids import project_id
+from wop_langgraph.server.langgraph_api.auth import require
+from wop_langgraph.server.langgraph_api.bodies import changing, json_body, service_of
+from wop_langgraph.server.langgraph_api.service import Started
+from wop_langgraph.server.langgraph_api.shapes import run_doc
+from wop_langgraph.server.langgraph_api.streaming import frames, stream_modes, wait_until_resting
+from wop_langgraph.server.state import state_of
+
+__all__ = ["router"]
+
+router = APIRouter()
+#: LangGraph's checkpoint ids (uuid6 text), which our stream events carry as their ids.
+_CHECKPOINT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+Caller = Annotated[Principal, Depends(require())]
+Reader = Annotated[Principal, Depends(require("runs:read"))]
+Canceller = Annotated[Principal, Depends(require("runs:cancel"))]
+
+
+def _need(principal: Principal, body: dict[str, Any]) -> None:
+    """A resume is a decision (``approvals:respond``); anything else starts work (``runs:create``)."""
+    command = body.get("command")
+    scope = "approvals:respond" if isinstance(command, dict) and command else "runs:create"
+    if scope not in principal.scopes:
+        raise Forbidden(f"the API key lacks the scope {scope}", details={"requiredScopes": [scope]})
+
+
+def _location(request: Request, started: Started) -> dict[str, str]:
+    prefix = request.scope.get("root_path", "")
+    return {"Content-Location": f"{prefix}/threads/{started.thread_id}/runs/{project_id(started.run_id)}"}
+
+
+async def _start(
+    request: Request, principal: Principal, thread_id: str | None
+) -> tuple[Started, dict[str, Any]]:
+    body = await json_body(request)
+    _need(principal, body)
+    stream_modes(body.get("stream_mode"))  # refuse a bad mode before anything starts
+    service = service_of(request)
+    if thread_id is None:  # a stateless run: a thread of its own
+        thread_id = str(uuid.uuid4())
+        body = {**body, "if_not_exists": "create"}
+    started = await changing(request, service.start, principal, thread_id, body)
+    return started, body
+
+
+async def _run_doc(request: Request, principal: Principal, started: Started) -> dict[str, Any]:
+    service = service_of(request)
+    row = await run_in_threadpool(service.run, principal, started.thread_id, project_id(started.run_id))
+    return run_doc(row)
+
+
+@router.post("/threads/{thread_id}/runs")
+async def create_run(thread_id: str, request: Request, principal: Caller) -> JSONResponse:
+    """A background run: answers at commit with the ``Run``."""
+    started, _ = await _start(request, principal, thread_id)
+    return JSONResponse(await _run_doc(request, principal, started), headers=_location(request, started))
+
+
+async def _stream(request: Request, principal: Principal, thread_id: str | None) -> StreamingResponse:
+    started, body = await _start(request, principal, thread_id)
+    service = service_of(request)
+    return StreamingResponse(
+        frames(
+            request,
+            state_of(request),
+            service,
+            principal,
+            started,
+            stream_modes(body.get("stream_mode")),
+            cancel_on_disconnect=body.get("on_disconnect") == "cancel",
+        ),
+        media_type="text/event-stream",
+        headers={**_location(request, started), "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.post("/threads/{thread_id}/runs/stream")
+async def stream_run(thread_id: str, request: Request, principal: Caller) -> StreamingResponse:
+    return await _stream(request, principal, thread_id)
+
+
+@router.post("/runs/stream")
+async def stream_stateless(request: Request, principal: Caller) -> StreamingResponse:
+    return await _stream(request, principal, None)
+
+
+async def _wait(request: Request, principal: Principal, thread_id: str | None) -> JSONResponse:
+    started, _ = await _start(request, principal, thread_id)
+    await wait_until_resting(state_of(request), service_of(request), started)
+    outcome = await run_in_threadpool(service_of(request).outcome, started)
+    return JSONResponse(outcome, headers=_location(request, started))
+
+
+@router.post("/threads/{thread_id}/runs/wait")
+async def wait_run(thread_id: str, request: Request, principal: Caller) -> JSONResponse:
+    return await _wait(request, principal, thread_id)
+
+
+@router.post("/runs/wait")
+async def wait_stateless(request: Request, principal: Caller) -> JSONResponse:
+    return await _wait(request, principal, None)
+
+
+@router.get("/threads/{thread_id}/runs")
+async def list_runs(thread_id: str, request: Request, principal: Reader) -> list[dict[str, Any]]:
+    rows = await run_in_threadpool(service_of(request).runs, principal, thread_id)
+    return [run_doc(row) for row in rows]
+
+
+def _started(row: Any) -> Started:
+    return Started(row.thread_id, row.run_id, row.workflow_id, None)
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}")
+async def get_run(thread_id: str, run_id: str, request: Request, principal: Reader) -> dict[str, Any]:
+    return run_doc(await run_in_threadpool(service_of(request).run, principal, thread_id, run_id))
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/join")
+async def join_run(thread_id: str, run_id: str, request: Request, principal: Reader) -> dict[str, Any]:
+    """Wait until the run rests; its outcome (as ``runs.wait``)."""
+    service = service_of(request)
+    started = _started(await run_in_threadpool(service.run, principal, thread_id, run_id))
+    await wait_until_resting(state_of(request), service_of(request), started)
+    return await run_in_threadpool(service.outcome, started)
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/stream")
+async def join_stream(thread_id: str, run_id: str, request: Request, principal: Reader) -> StreamingResponse:
+    """Follow a run in the requested modes: from now on, or, with ``Last-Event-ID`` (an event id of
+    an earlier stream of the run: a checkpoint id), from the step after that event."""
+    service = service_of(request)
+    row = await run_in_threadpool(service.run, principal, thread_id, run_id)
+    last_event_id = request.headers.get("last-event-id", "").strip()
+    if last_event_id and not _CHECKPOINT_ID.fullmatch(last_event_id):
+        raise ValidationError(
+            "Last-Event-ID must be an event id of this run's stream", details={"header": "Last-Event-ID"}
+        )
+    baseline: str | None = last_event_id or None
+    if baseline is None:
+        baseline = await run_in_threadpool(service.latest_checkpoint, row.workflow_id, row.run_id)
+    started = Started(row.thread_id, row.run_id, row.workflow_id, baseline)
+    modes = stream_modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
+    return StreamingResponse(
+        frames(request, state_of(request), service, principal, started, modes),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.post("/threads/{thread_id}/runs/{run_id}/cancel")
+async def cancel_run(thread_id: str, run_id: str, request: Request, principal: Canceller) -> Response:
+    """Cancel the run (nothing its interrupted step returns is committed); ``wait=1`` waits for it."""
+    service = service_of(request)
+    await changing(request, service.cancel, principal, thread_id, run_id)
+    if request.query_params.get("wait") in ("1", "true"):
+        row = await run_in_threadpool(service.run, principal, thread_id, run_id)
+        await wait_until_resting(state_of(request), service, _started(row))
+    return Response(status_code=202)

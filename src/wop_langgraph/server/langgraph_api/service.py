@@ -1,0 +1,563 @@
+"""The LangGraph Server API's operations, each one or more host operations (blocking; routes run them
+on the thread pool).
+
+A LangGraph thread is a sequence of OpenWOP runs (:mod:`wop_langgraph.store.lg_threads`): a new
+input starts the thread's next OpenWOP run (``WopHost.create_run``, whose transaction also moves
+the thread to it and seeds its state with where the previous run ended); a ``command.resume``
+resolves the current run's pending interrupts (``WopHost.resolve``: the claim, eligibility,
+deadline and audit of any resolve); a cancel or Agent Inbox's "ignore" cancels the current run
+(``WopHost.cancel``). A LangGraph run is the OpenWOP run it started or resumed: same id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any, Final
+
+from langgraph.pregel import Pregel
+from langgraph.types import StateSnapshot
+from sqlalchemy import Connection
+
+from wop_langgraph.host import Principal, WopHost
+from wop_langgraph.host.driver import jsonable
+from wop_langgraph.host.validation import require_storable
+from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
+from wop_langgraph.protocol.ids import unproject_id
+from wop_langgraph.server.langgraph_api.errors import PendingInterrupts, ThreadBusy, Unsupported
+from wop_langgraph.server.langgraph_api.resume import answers
+from wop_langgraph.server.langgraph_api.shapes import (
+    assistant_uuid,
+    interrupt_doc,
+    state_doc,
+    thread_doc,
+    thread_status,
+)
+from wop_langgraph.store.engine import reading
+from wop_langgraph.store.lg_threads import (
+    ThreadRow,
+    ThreadRunRow,
+    delete_thread,
+    get_thread,
+    insert_thread,
+    insert_thread_run,
+    move_thread,
+    run_rest,
+    runs_of_thread,
+    seed_checkpoint,
+    tenant_threads,
+    thread_run,
+    touch_thread,
+)
+
+__all__ = ["END", "LangGraphService", "Started"]
+
+END = "__end__"
+_RESTING_PREFIX = "waiting-"
+_TERMINAL = ("completed", "failed", "cancelled")
+_THREAD_ID_MAX = 128
+_SORT_KEYS = ("thread_id", "status", "created_at", "updated_at")
+
+
+@dataclass(frozen=True)
+class Started:
+    """A LangGraph run that a request started (a new OpenWOP run) or resumed (the thread's current one).
+
+    ``baseline`` is the run's latest checkpoint id before the request: a stream shows what
+    comes after it.
+    """
+
+    thread_id: str
+    run_id: str
+    workflow_id: str
+    baseline: str | None
+
+
+def is_resting(status: str) -> bool:
+    """Whether an OpenWOP run status is at rest (waiting on an interrupt, or ended)."""
+    return status.startswith(_RESTING_PREFIX) or status in _TERMINAL
+
+
+_BUSY: Final = "running"
+
+
+def _contains(document: Any, pattern: Any) -> bool:
+    """JSON containment, as LangGraph's ``metadata`` / ``values`` filters read it."""
+    if isinstance(pattern, Mapping):
+        return isinstance(document, Mapping) and all(
+            key in document and _contains(document[key], value) for key, value in pattern.items()
+        )
+    return bool(document == pattern)
+
+
+class LangGraphService:
+    """The LangGraph Server API over one :class:`WopHost`."""
+
+    def __init__(self, host: WopHost) -> None:
+        self.host = host
+        #: When the assistants (the registered graphs) were created, as far as clients can tell.
+        self.started_at = host.clock()
+
+    # -- assistants ----------------------------------------------------------------------------
+
+    def graph_ids(self) -> list[str]:
+        return self.host.registry.workflow_ids()
+
+    def graph_id(self, assistant_id: str) -> str:
+        """The registered graph an assistant id names (its name, or its stable UUID).
+
+        Raises:
+            NotFound: no such graph.
+        """
+        if assistant_id in self.host.registry:
+            return assistant_id
+        for graph_id in self.graph_ids():
+            if assistant_uuid(graph_id) == assistant_id:
+                return graph_id
+        raise NotFound(f"no assistant {assistant_id!r}: give a registered graph's name or its assistant_id")
+
+    def _graph(self, workflow_id: str) -> Pregel[Any, Any, Any, Any]:
+        return self.host.registry.get(workflow_id).graph
+
+    # -- threads -------------------------------------------------------------------------------
+
+    def thread(self, principal: Principal, thread_id: str) -> ThreadRow:
+        """The caller's thread; another tenant's is as missing as one that never existed.
+
+        Raises:
+            NotFound: no such thread for this caller.
+        """
+        with reading(self.host.engine) as conn:
+            row = get_thread(conn, thread_id)
+        if row is None or row.tenant != principal.tenant:
+            raise NotFound(f"no thread {thread_id!r}")
+        return row
+
+    def create_thread(
+        self, principal: Principal, thread_id: str | None, metadata: Any, if_exists: str | None
+    ) -> dict[str, Any]:
+        """``POST /threads``; an existing id is ``409`` unless ``if_exists`` is ``do_nothing``.
+
+        Raises:
+            ValidationError: a bad id or metadata.
+            ThreadBusy: the id is taken.
+        """
+        tid = thread_id or str(uuid.uuid4())
+        if not isinstance(tid, str) or not 0 < len(tid) <= _THREAD_ID_MAX or "/" in tid:
+            raise ValidationError(
+                f"thread_id must be a string of 1 to {_THREAD_ID_MAX} characters without '/'",
+                details={"field": "thread_id"},
+            )
+        meta = self._metadata(metadata)
+        with self.host.engine.begin() as conn:
+            existing = get_thread(conn, tid)
+            if existing is None:
+                insert_thread(conn, tid, principal.tenant, meta, now=self.host.clock())
+        if existing is not None:
+            if if_exists == "do_nothing" and existing.tenant == principal.tenant:
+                return self.thread_doc(existing)
+            raise ThreadBusy(f"thread {tid!r} already exists", details={"thread_id": tid})
+        return self.thread_doc(self.thread(principal, tid))
+
+    @staticmethod
+    def _metadata(metadata: Any) -> dict[str, Any]:
+        if metadata is None:
+            return {}
+        if not isinstance(metadata, dict):
+            raise ValidationError("metadata must be an object", details={"field": "metadata"})
+        require_storable(metadata, "/metadata")
+        return metadata
+
+    def current_state(self, row: ThreadRow) -> tuple[StateSnapshot | None, set[str]]:
+        """The state of the thread's current run, and the LangGraph ids of its pending interrupts."""
+        if row.run_id is None or row.workflow_id is None:
+            return None, set()
+        snapshot = self._graph(row.workflow_id).get_state({"configurable": {"thread_id": row.run_id}})
+        pending: set[str] = set()
+        if (row.run_status or "").startswith(_RESTING_PREFIX):
+            pending = {r.lg_interrupt_id for r in self.host.pending_interrupts(row.run_id)}
+        return snapshot, pending
+
+    def thread_doc(self, row: ThreadRow) -> dict[str, Any]:
+        snapshot, pending = self.current_state(row)
+        return thread_doc(row, snapshot, pending)
+
+    def search(self, principal: Principal, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """``POST /threads/search``: containment on ``metadata`` / ``values``, ``status``, paging, sort."""
+        metadata, values, status = body.get("metadata"), body.get("values"), body.get("status")
+        limit, offset = (
+            _bounded(body.get("limit", 10), "limit", 1, 1000),
+            _bounded(body.get("offset", 0), "offset", 0, 10**9),
+        )
+        sort_by = body.get("sort_by") or "updated_at"
+        if sort_by not in _SORT_KEYS:
+            raise ValidationError(
+                f"sort_by must be one of {', '.join(_SORT_KEYS)}", details={"field": "sort_by"}
+            )
+        descending = (body.get("sort_order") or "desc") != "asc"
+        with reading(self.host.engine) as conn:
+            rows = tenant_threads(conn, principal.tenant)
+        rows = [
+            r
+            for r in rows
+            if (metadata is None or _contains(r.metadata, metadata))
+            and (status is None or thread_status(r.run_status, r.run_queued) == status)
+        ]
+
+        def key(row: ThreadRow) -> Any:
+            if sort_by == "status":
+                return thread_status(row.run_status, row.run_queued)
+            if sort_by == "updated_at":
+                return max(row.updated_at, row.run_updated_at or row.updated_at)
+            return getattr(row, sort_by)
+
+        rows.sort(key=key, reverse=descending)
+        if values is None:
+            return [self.thread_doc(r) for r in rows[offset : offset + limit]]
+        docs = (self.thread_doc(r) for r in rows)
+        return [d for d in docs if _contains(d["values"], values)][offset : offset + limit]
+
+    def state(self, principal: Principal, thread_id: str) -> dict[str, Any]:
+        """``GET /threads/{id}/state``."""
+        row = self.thread(principal, thread_id)
+        snapshot, pending = self.current_state(row)
+        return state_doc(thread_id, snapshot, pending)
+
+    def state_at(self, principal: Principal, thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+        """``GET /threads/{id}/state/{checkpoint_id}``: the thread's state at one of its checkpoints.
+
+        Raises:
+            NotFound: no such checkpoint in the thread's runs.
+        """
+        row = self.thread(principal, thread_id)
+        _, pending = self.current_state(row)
+        with reading(self.host.engine) as conn:
+            runs = runs_of_thread(conn, thread_id)
+        for run in runs:
+            configurable = {"thread_id": run.run_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+            snapshot = self._graph(run.workflow_id).get_state({"configurable": configurable})
+            if snapshot.created_at is not None:
+                return state_doc(thread_id, snapshot, pending if run.run_id == row.run_id else ())
+        raise NotFound(f"no checkpoint {checkpoint_id!r} on thread {thread_id!r}")
+
+    def history(
+        self, principal: Principal, thread_id: str, limit: int, before: str | None
+    ) -> list[dict[str, Any]]:
+        """``POST /threads/{id}/history``: the thread's states newest first, across its runs."""
+        row = self.thread(principal, thread_id)
+        _, pending = self.current_state(row)
+        with reading(self.host.engine) as conn:
+            runs = runs_of_thread(conn, thread_id)
+        states: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        passed = before is None
+        for run in runs:
+            graph = self._graph(run.workflow_id)
+            for snapshot in graph.get_state_history({"configurable": {"thread_id": run.run_id}}):
+                checkpoint_id = str(snapshot.config["configurable"]["checkpoint_id"])
+                if checkpoint_id in seen:
+                    continue  # a run's first checkpoint is a copy of its predecessor's last
+                seen.add(checkpoint_id)
+                if not passed:
+                    passed = checkpoint_id == before
+                    continue
+                states.append(state_doc(thread_id, snapshot, pending if run.run_id == row.run_id else ()))
+                if len(states) >= limit:
+                    return states
+        return states
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def patch_thread(self, principal: Principal, thread_id: str, metadata: Any) -> dict[str, Any]:
+        """``PATCH /threads/{id}``: merge ``metadata`` into the thread's."""
+        row = self.thread(principal, thread_id)
+        merged = {**row.metadata, **self._metadata(metadata)}
+        with self.host.engine.begin() as conn:
+            touch_thread(conn, thread_id, now=self.host.clock(), metadata=merged)
+        return self.thread_doc(self.thread(principal, thread_id))
+
+    def delete(self, principal: Principal, thread_id: str) -> None:
+        """``DELETE /threads/{id}``: cancel its current run if it has not ended, then forget the thread."""
+        row = self.thread(principal, thread_id)
+        if row.run_id is not None and row.run_status not in _TERMINAL:
+            self.cancel_run_quietly(row.run_id, principal)
+        with self.host.engine.begin() as conn:
+            delete_thread(conn, thread_id)
+
+    def runs(self, principal: Principal, thread_id: str) -> list[ThreadRunRow]:
+        self.thread(principal, thread_id)
+        with reading(self.host.engine) as conn:
+            return runs_of_thread(conn, thread_id)
+
+    def run(self, principal: Principal, thread_id: str, wire_run_id: str) -> ThreadRunRow:
+        """One run of the caller's thread, by its id in path form.
+
+        Raises:
+            NotFound: no such thread for this caller, or no such run on it.
+        """
+        self.thread(principal, thread_id)
+        try:
+            run_id = unproject_id(wire_run_id)
+        except ValidationError:
+            raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}") from None
+        with reading(self.host.engine) as conn:
+            found = thread_run(conn, thread_id, run_id)
+        if found is None:
+            raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}")
+        return found
+
+    def start(self, principal: Principal, thread_id: str, body: Mapping[str, Any]) -> Started:
+        """``POST /threads/{id}/runs[/stream|/wait]``: start the thread's next run, or resume it.
+
+        Raises:
+            NotFound: no such thread (without ``if_not_exists: create``) or assistant.
+            ThreadBusy: the thread's current run is still going (``multitask_strategy: reject``).
+            PendingInterrupts: new input while interrupts wait, or a resume that does not fit them.
+            Unsupported: an option this host does not offer.
+        """
+        _refuse_unsupported(body)
+        graph_id = self.graph_id(_required_str(body, "assistant_id"))
+        try:
+            row = self.thread(principal, thread_id)
+        except NotFound:
+            if body.get("if_not_exists") != "create":
+                raise
+            self.create_thread(principal, thread_id, None, "do_nothing")
+            row = self.thread(principal, thread_id)
+        command = body.get("command")
+        if command is not None:
+            return self._command(principal, row, command)
+        return self._next_run(principal, row, graph_id, body)
+
+    def _command(self, principal: Principal, row: ThreadRow, command: Any) -> Started:
+        if not isinstance(command, dict):
+            raise ValidationError("command must be an object", details={"field": "command"})
+        if command.get("update") is not None:
+            raise Unsupported(
+                "command.update is not supported: state changes go through the graph's own nodes"
+            )
+        goto = command.get("goto")
+        status = _effective(row)
+        if status in ("pending", "running"):
+            raise ThreadBusy(f"thread {row.thread_id!r} is busy", details={"thread_id": row.thread_id})
+        if row.run_id is None or row.workflow_id is None or not status.startswith(_RESTING_PREFIX):
+            raise PendingInterrupts(
+                f"thread {row.thread_id!r} has no pending interrupt to resume",
+                details={"thread_id": row.thread_id},
+            )
+        baseline = self.latest_checkpoint(row.workflow_id, row.run_id)
+        if goto is not None:
+            if goto not in (END, [END]) or "resume" in command:
+                raise Unsupported('command.goto is supported only as "__end__" (end the interrupted run)')
+            self.host.cancel(
+                row.run_id, reason="ended by command.goto __end__", principal=principal, wait=False
+            )
+        elif "resume" in command:
+            for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"]):
+                self.host.resolve(row.run_id, record.node_id, value, principal, key=record.key, wait=False)
+        else:
+            raise ValidationError("command needs resume or goto", details={"field": "command"})
+        with self.host.engine.begin() as conn:
+            touch_thread(conn, row.thread_id, now=self.host.clock())
+        return Started(row.thread_id, row.run_id, row.workflow_id, baseline)
+
+    def _next_run(
+        self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any]
+    ) -> Started:
+        status = _effective(row)
+        if status in ("pending", "running"):
+            raise ThreadBusy(
+                f"thread {row.thread_id!r} is busy (multitask_strategy reject)",
+                details={"thread_id": row.thread_id},
+            )
+        if status.startswith(_RESTING_PREFIX):
+            raise PendingInterrupts(
+                f"thread {row.thread_id!r} waits on interrupts: resume them with command.resume, or end "
+                "the run "
+                'with POST /threads/{thread_id}/state {"values": null, "as_node": "__end__"}',
+                details={"thread_id": row.thread_id},
+            )
+        run_metadata = self._metadata(body.get("metadata"))
+        assistant_id = assistant_uuid(graph_id)
+        thread_metadata = {**row.metadata}
+        thread_metadata.setdefault("graph_id", graph_id)
+        thread_metadata.setdefault("assistant_id", assistant_id)
+        previous = row.run_id
+        seeded: list[str | None] = []
+        strategy = body.get("multitask_strategy") or "reject"
+
+        def on_commit(conn: Connection, snapshot: dict[str, Any]) -> None:
+            # In the transaction that creates the run: exactly one input starts the next run.
+            new = snapshot["runId"]
+            now = self.host.clock()
+            if not move_thread(
+                conn, row.thread_id, expected_run_id=previous, run_id=new, metadata=thread_metadata, now=now
+            ):
+                raise ThreadBusy(
+                    f"thread {row.thread_id!r} started another run meanwhile",
+                    details={"thread_id": row.thread_id},
+                )
+            insert_thread_run(
+                conn,
+                new,
+                row.thread_id,
+                assistant_id=assistant_id,
+                metadata=run_metadata,
+                multitask_strategy=strategy,
+                now=now,
+            )
+            seeded.append(seed_checkpoint(conn, previous, new) if previous else None)
+
+        created = self.host.create_run(
+            graph_id, body.get("input"), owner=principal, wait=False, on_commit=on_commit
+        )
+        return Started(row.thread_id, created["runId"], graph_id, seeded[0] if seeded else None)
+
+    def latest_checkpoint(self, workflow_id: str, run_id: str) -> str | None:
+        saved = self._graph(workflow_id).checkpointer.get_tuple(  # type: ignore[union-attr]
+            {"configurable": {"thread_id": run_id, "checkpoint_ns": ""}}
+        )
+        return None if saved is None else str(saved.config["configurable"]["checkpoint_id"])
+
+    def ignore(self, principal: Principal, thread_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST /threads/{id}/state``: only ``{values: null, as_node: "__end__"}`` (Agent Inbox's
+        "ignore"), which ends the interrupted run as cancelled.
+
+        Raises:
+            Unsupported: any other state update.
+        """
+        if body.get("values") is not None or body.get("as_node") != END:
+            raise Unsupported(
+                'only {"values": null, "as_node": "__end__"} (end an interrupted run) is supported; '
+                "state changes go through the graph's own nodes"
+            )
+        row = self.thread(principal, thread_id)
+        if row.run_id is not None and (row.run_status or "").startswith(_RESTING_PREFIX):
+            self.host.cancel(row.run_id, reason="ignored", principal=principal, wait=False)
+            with self.host.engine.begin() as conn:
+                touch_thread(conn, thread_id, now=self.host.clock())
+            row = self.thread(principal, thread_id)
+        snapshot, _ = self.current_state(row)
+        config = snapshot.config if snapshot is not None else None
+        configurable = dict((config or {}).get("configurable", {}))
+        return {
+            "checkpoint": {
+                "thread_id": thread_id,
+                "checkpoint_ns": "",
+                "checkpoint_id": configurable.get("checkpoint_id"),
+                "checkpoint_map": None,
+            }
+        }
+
+    def cancel(self, principal: Principal, thread_id: str, wire_run_id: str) -> None:
+        """``POST /threads/{id}/runs/{run}/cancel``: cancel the OpenWOP run (idempotent once ended)."""
+        run = self.run(principal, thread_id, wire_run_id)
+        if run.status in _TERMINAL:
+            return
+        self.host.cancel(
+            run.run_id, reason="cancelled through the LangGraph API", principal=principal, wait=False
+        )
+        with self.host.engine.begin() as conn:
+            touch_thread(conn, thread_id, now=self.host.clock())
+
+    def cancel_run_quietly(self, run_id: str, principal: Principal) -> None:
+        """Cancel a run whose streaming client left with ``on_disconnect: cancel`` (if not ended)."""
+        with suppress(RunTerminal, NotFound):
+            self.host.cancel(run_id, reason="the client disconnected", principal=principal, wait=False)
+
+    def outcome(self, started: Started) -> dict[str, Any]:
+        """What ``runs.wait`` / ``join`` answer once the run rests: the state's values, with
+        ``__interrupt__`` while it waits and ``__error__`` when it failed (as LangGraph's server)."""
+        status = self.host.snapshot(started.run_id)
+        snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
+        values: dict[str, Any] = dict(jsonable(snapshot.values)) if isinstance(snapshot.values, dict) else {}
+        if status["status"].startswith(_RESTING_PREFIX):
+            values["__interrupt__"] = self.pending_docs(started)
+        if status["status"] == "failed":
+            error = status.get("error") or {}
+            values["__error__"] = {"error": error.get("code", "error"), "message": error.get("message", "")}
+        return values
+
+    def pending_docs(self, started: Started) -> list[dict[str, Any]]:
+        """The run's pending interrupts as LangGraph ``Interrupt`` documents."""
+        pending = {r.lg_interrupt_id for r in self.host.pending_interrupts(started.run_id)}
+        snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
+        return [interrupt_doc(i.value, i.id) for t in snapshot.tasks for i in t.interrupts if i.id in pending]
+
+    def rest_status(self, run_id: str) -> str:
+        """The run's OpenWOP status, ``running`` while a waiting run is still being driven.
+
+        Raises:
+            NotFound: no such run.
+        """
+        with reading(self.host.engine) as conn:
+            found = run_rest(conn, run_id)
+        if found is None:
+            raise NotFound(f"no run {run_id!r}")
+        status, queued = found
+        return _BUSY if queued and status.startswith(_RESTING_PREFIX) else status
+
+    def progress(
+        self, started: Started, after: str | None
+    ) -> tuple[str, list[StateSnapshot], StateSnapshot | None]:
+        """The run's OpenWOP status (read first), its states after checkpoint ``after`` oldest first,
+        and the state at ``after`` itself (``None`` when there is none)."""
+        status = self.rest_status(started.run_id)
+        newer: list[StateSnapshot] = []
+        base: StateSnapshot | None = None
+        history: Iterator[StateSnapshot] = self._graph(started.workflow_id).get_state_history(
+            {"configurable": {"thread_id": started.run_id}}
+        )
+        for snapshot in history:
+            checkpoint_id = str(snapshot.config["configurable"]["checkpoint_id"])
+            if after is not None and checkpoint_id <= after:
+                base = snapshot if checkpoint_id == after else None
+                break
+            newer.append(snapshot)
+        newer.reverse()
+        return status, newer, base
+
+
+def _effective(row: ThreadRow) -> str:
+    """The current run's status as a LangGraph client sees it: a waiting run still being driven is running."""
+    status = row.run_status or ""
+    return _BUSY if row.run_queued and status.startswith(_RESTING_PREFIX) else status
+
+
+def _required_str(body: Mapping[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value:
+        raise ValidationError(f"{name} is required", details={"field": name})
+    return value
+
+
+def _bounded(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(f"{name} must be an integer from {low} to {high}", details={"field": name})
+    return value
+
+
+def _refuse_unsupported(body: Mapping[str, Any]) -> None:
+    """Refuse, before anything changes, the run options this host does not offer."""
+    strategy = body.get("multitask_strategy")
+    if strategy not in (None, "reject"):
+        raise Unsupported(
+            f"multitask_strategy {strategy!r} is not supported; use 'reject' (the default here)",
+            details={"field": "multitask_strategy"},
+        )
+    for name in ("interrupt_before", "interrupt_after"):
+        if body.get(name):
+            raise Unsupported(
+                f"{name} is not supported: static breakpoints have no payload an OpenWOP resolver could "
+                "answer; call interrupt() (or a node API function) inside the node",
+                details={"field": name},
+            )
+    for name in ("checkpoint", "checkpoint_id", "after_seconds", "webhook"):
+        if body.get(name):
+            raise Unsupported(f"{name} is not supported yet", details={"field": name})
+    if body.get("if_not_exists") not in (None, "create", "reject"):
+        raise ValidationError(
+            "if_not_exists must be 'create' or 'reject'", details={"field": "if_not_exists"}
+        )

@@ -1,0 +1,338 @@
+"""LangGraph Server API threads: a thread is a sequence of OpenWOP runs over one growing state.
+
+LangGraph's server keeps one thread across many runs; an OpenWOP run ends for good. So a
+LangGraph thread is a row here that names its *current* OpenWOP run, and every new input on the
+thread starts a new OpenWOP run whose LangGraph thread begins with a copy of the previous run's
+latest checkpoint (:func:`seed_checkpoint`, marked with :data:`SEED_MARK` so the driver applies
+the new run's input on top of it instead of continuing the copied step). A resume
+(``command.resume``) is not a new run: it resolves the current run's pending interrupt.
+
+Every statement on these tables lives here. They are created at server start-up
+(:func:`create_tables`), like the server's callback table: the core schema does not need them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Connection,
+    DateTime,
+    Engine,
+    Index,
+    MetaData,
+    String,
+    Table,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+from wop_langgraph.store.checkpoint_tables import checkpoints_table
+from wop_langgraph.store.run_tables import ID_LENGTH, runs_table
+
+__all__ = [
+    "SEED_MARK",
+    "ThreadRow",
+    "ThreadRunRow",
+    "create_tables",
+    "delete_thread",
+    "get_thread",
+    "insert_thread",
+    "insert_thread_run",
+    "move_thread",
+    "run_rest",
+    "runs_of_thread",
+    "seed_checkpoint",
+    "tenant_threads",
+    "thread_run",
+    "touch_thread",
+]
+
+#: Checkpoint metadata key of a copied checkpoint that starts a thread's next run (its value is
+#: the run it was copied from); the driver gives the run its input on top of it.
+SEED_MARK: Final = "wop_thread_seed"
+_THREAD_ID_LENGTH = 128
+
+_metadata = MetaData()
+
+
+def _json() -> Any:
+    return JSON().with_variant(JSONB(), "postgresql")
+
+
+threads_table = Table(
+    "wop_lg_threads",
+    _metadata,
+    Column("thread_id", String(_THREAD_ID_LENGTH), primary_key=True),
+    Column("tenant", String(ID_LENGTH), nullable=False),
+    Column("metadata", _json(), nullable=False),
+    Column("run_id", String(ID_LENGTH), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Index("ix_wop_lg_threads_tenant_updated", "tenant", "updated_at"),
+)
+
+thread_runs_table = Table(
+    "wop_lg_thread_runs",
+    _metadata,
+    Column("run_id", String(ID_LENGTH), primary_key=True),
+    Column("thread_id", String(_THREAD_ID_LENGTH), nullable=False),
+    Column("assistant_id", String(ID_LENGTH), nullable=False),
+    Column("metadata", _json(), nullable=False),
+    Column("multitask_strategy", String(16), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index("ix_wop_lg_thread_runs_thread", "thread_id", "created_at"),
+)
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    """A thread, with the status and timestamps of its current OpenWOP run (if any)."""
+
+    thread_id: str
+    tenant: str
+    metadata: dict[str, Any]
+    run_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    run_status: str | None
+    run_updated_at: datetime | None
+    workflow_id: str | None
+    run_queued: bool = False
+    """Whether the current run has work queued or being driven (a waiting run whose step is
+    still recording its other interrupts is not at rest yet)."""
+
+
+@dataclass(frozen=True)
+class ThreadRunRow:
+    """One OpenWOP run of a thread, with its OpenWOP status."""
+
+    run_id: str
+    thread_id: str
+    assistant_id: str
+    metadata: dict[str, Any]
+    multitask_strategy: str
+    created_at: datetime
+    status: str
+    updated_at: datetime
+    workflow_id: str
+
+
+def run_rest(conn: Connection, run_id: str) -> tuple[str, bool] | None:
+    """The run's status and whether it is queued (has work queued or being driven); ``None``: no run."""
+    row = conn.execute(
+        select(runs_table.c.status, runs_table.c.queued_at).where(runs_table.c.run_id == run_id)
+    ).first()
+    return None if row is None else (str(row.status), row.queued_at is not None)
+
+
+def create_tables(engine: Engine) -> None:
+    """Create the thread tables if they are missing."""
+    _metadata.create_all(engine)
+
+
+def _thread_query() -> Any:
+    t, r = threads_table, runs_table
+    return select(
+        t.c.thread_id,
+        t.c.tenant,
+        t.c.metadata,
+        t.c.run_id,
+        t.c.created_at,
+        t.c.updated_at,
+        r.c.status.label("run_status"),
+        r.c.updated_at.label("run_updated_at"),
+        r.c.workflow_id,
+        r.c.queued_at,
+    ).select_from(t.outerjoin(r, r.c.run_id == t.c.run_id))
+
+
+def _thread(row: Any) -> ThreadRow:
+    return ThreadRow(
+        row.thread_id,
+        row.tenant,
+        dict(row.metadata or {}),
+        row.run_id,
+        row.created_at,
+        row.updated_at,
+        row.run_status,
+        row.run_updated_at,
+        row.workflow_id,
+        row.queued_at is not None,
+    )
+
+
+def insert_thread(
+    conn: Connection, thread_id: str, tenant: str, metadata: Mapping[str, Any], *, now: datetime
+) -> None:
+    """Insert a new thread (the caller checked that the id is free)."""
+    conn.execute(
+        threads_table.insert().values(
+            thread_id=thread_id,
+            tenant=tenant,
+            metadata=dict(metadata),
+            run_id=None,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+
+
+def get_thread(conn: Connection, thread_id: str) -> ThreadRow | None:
+    """The thread ``thread_id`` of any tenant (the caller compares the tenant), or ``None``."""
+    row = conn.execute(_thread_query().where(threads_table.c.thread_id == thread_id)).first()
+    return None if row is None else _thread(row)
+
+
+def tenant_threads(conn: Connection, tenant: str) -> list[ThreadRow]:
+    """Every thread of ``tenant``, most recently updated first."""
+    rows = conn.execute(
+        _thread_query()
+        .where(threads_table.c.tenant == tenant)
+        .order_by(threads_table.c.updated_at.desc(), threads_table.c.thread_id)
+    ).all()
+    return [_thread(row) for row in rows]
+
+
+def move_thread(
+    conn: Connection,
+    thread_id: str,
+    *,
+    expected_run_id: str | None,
+    run_id: str,
+    metadata: Mapping[str, Any],
+    now: datetime,
+) -> bool:
+    """Make ``run_id`` the thread's current run, if its current run is still ``expected_run_id``.
+
+    The compare-and-set that lets exactly one of two concurrent inputs start the thread's next
+    run; returns whether this call won.
+    """
+    current = threads_table.c.run_id
+    matches = current.is_(None) if expected_run_id is None else current == expected_run_id
+    changed = conn.execute(
+        update(threads_table)
+        .where(threads_table.c.thread_id == thread_id, matches)
+        .values(run_id=run_id, metadata=dict(metadata), updated_at=now)
+    ).rowcount
+    return bool(changed)
+
+
+def touch_thread(
+    conn: Connection, thread_id: str, *, now: datetime, metadata: Mapping[str, Any] | None = None
+) -> None:
+    """Mark the thread updated (a resume, a cancel), optionally replacing its metadata."""
+    values: dict[str, Any] = {"updated_at": now}
+    if metadata is not None:
+        values["metadata"] = dict(metadata)
+    conn.execute(update(threads_table).where(threads_table.c.thread_id == thread_id).values(**values))
+
+
+def delete_thread(conn: Connection, thread_id: str) -> None:
+    """Forget the thread and its list of runs (the OpenWOP runs and their logs stay)."""
+    conn.execute(thread_runs_table.delete().where(thread_runs_table.c.thread_id == thread_id))
+    conn.execute(threads_table.delete().where(threads_table.c.thread_id == thread_id))
+
+
+def insert_thread_run(
+    conn: Connection,
+    run_id: str,
+    thread_id: str,
+    *,
+    assistant_id: str,
+    metadata: Mapping[str, Any],
+    multitask_strategy: str,
+    now: datetime,
+) -> None:
+    """Record that OpenWOP run ``run_id`` belongs to ``thread_id``."""
+    conn.execute(
+        thread_runs_table.insert().values(
+            run_id=run_id,
+            thread_id=thread_id,
+            assistant_id=assistant_id,
+            metadata=dict(metadata),
+            multitask_strategy=multitask_strategy,
+            created_at=now,
+        )
+    )
+
+
+def _run_query() -> Any:
+    tr, r = thread_runs_table, runs_table
+    return select(
+        tr.c.run_id,
+        tr.c.thread_id,
+        tr.c.assistant_id,
+        tr.c.metadata,
+        tr.c.multitask_strategy,
+        tr.c.created_at,
+        r.c.status,
+        r.c.updated_at,
+        r.c.workflow_id,
+    ).select_from(tr.join(r, r.c.run_id == tr.c.run_id))
+
+
+def _thread_run(row: Any) -> ThreadRunRow:
+    return ThreadRunRow(
+        row.run_id,
+        row.thread_id,
+        row.assistant_id,
+        dict(row.metadata or {}),
+        row.multitask_strategy,
+        row.created_at,
+        row.status,
+        row.updated_at,
+        row.workflow_id,
+    )
+
+
+def runs_of_thread(conn: Connection, thread_id: str) -> list[ThreadRunRow]:
+    """The thread's OpenWOP runs, newest first."""
+    rows = conn.execute(
+        _run_query()
+        .where(thread_runs_table.c.thread_id == thread_id)
+        .order_by(thread_runs_table.c.created_at.desc(), thread_runs_table.c.run_id.desc())
+    ).all()
+    return [_thread_run(row) for row in rows]
+
+
+def thread_run(conn: Connection, thread_id: str, run_id: str) -> ThreadRunRow | None:
+    """Run ``run_id`` of ``thread_id``, or ``None``."""
+    row = conn.execute(
+        _run_query().where(thread_runs_table.c.thread_id == thread_id, thread_runs_table.c.run_id == run_id)
+    ).first()
+    return None if row is None else _thread_run(row)
+
+
+def seed_checkpoint(conn: Connection, source_run_id: str, run_id: str) -> str | None:
+    """Copy the latest root checkpoint of ``source_run_id``'s LangGraph thread to ``run_id``'s.
+
+    The copy keeps its checkpoint id (so LangGraph's next ids sort after it) and is marked with
+    :data:`SEED_MARK`; its pending writes are not copied: the new run starts from the state the
+    previous one left, with its own input. Returns the copied checkpoint id (``None``: the
+    source has no checkpoint, and the new run starts afresh).
+    """
+    cp = checkpoints_table
+    row = conn.execute(
+        select(cp)
+        .where(cp.c.thread_id == source_run_id, cp.c.checkpoint_ns == "")
+        .order_by(cp.c.checkpoint_id.desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    values = dict(row._mapping)
+    values.update(
+        thread_id=run_id,
+        parent_checkpoint_id=None,
+        run_id=None,
+        metadata={**dict(row.metadata or {}), SEED_MARK: source_run_id},
+    )
+    conn.execute(cp.insert().values(**values))
+    return str(row.checkpoint_id)

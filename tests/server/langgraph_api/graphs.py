@@ -1,0 +1,151 @@
+"""Graphs the LangGraph API tests serve: ``tests.server.langgraph_api.graphs:WORKFLOWS``.
+
+* ``chat-agent``: LangChain ``create_agent`` with ``HumanInTheLoopMiddleware`` and a scripted chat
+  model (offline, deterministic): "email" asks for one ``send_email`` call, "batch" for
+  ``send_email`` and ``delete_file``; anything else is answered with how many user turns it saw
+  (a second turn sees the first). Tools report what they did in their result, so a test reads
+  every side effect from the thread's messages.
+* ``inbox-email``: Agent Inbox's ``HumanInterrupt`` (the project's example, unchanged).
+* ``two-questions``: two parallel nodes, each a plain ``interrupt()``: two pending at once.
+* ``slow``: an async node that sleeps, for busy threads and cancel.
+* ``broken``: a node that raises, for a failed run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Sequence
+from typing import Annotated, Any, TypedDict
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from wop_langgraph.examples import agent_inbox
+
+EMAIL = {"to": "ops@example.com", "subject": "Release"}
+FILE = {"path": "/tmp/old.log"}
+
+
+@tool
+def send_email(to: str, subject: str) -> str:
+    """Send an email."""
+    return f"EXECUTED send_email to={to} subject={subject}"
+
+
+@tool
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    return f"EXECUTED delete_file path={path}"
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Tool calls when asked for "email" or "batch", a summary after tools, else a counted echo."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-chat-model"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        humans = [m for m in messages if isinstance(m, HumanMessage)]
+        last = str(humans[-1].content) if humans else ""
+        turn = len(humans)
+        if messages and isinstance(messages[-1], ToolMessage):
+            results = [
+                str(m.content) for m in messages[messages.index(humans[-1]) :] if isinstance(m, ToolMessage)
+            ]
+            reply = AIMessage(content="Done: " + "; ".join(results), id=f"ai-done-{turn}")
+        elif "batch" in last:
+            calls = [
+                {"name": "send_email", "args": EMAIL, "id": f"call-email-{turn}", "type": "tool_call"},
+                {"name": "delete_file", "args": FILE, "id": f"call-file-{turn}", "type": "tool_call"},
+            ]
+            reply = AIMessage(content="", tool_calls=calls, id=f"ai-calls-{turn}")
+        elif "email" in last:
+            calls = [{"name": "send_email", "args": EMAIL, "id": f"call-email-{turn}", "type": "tool_call"}]
+            reply = AIMessage(content="", tool_calls=calls, id=f"ai-calls-{turn}")
+        else:
+            reply = AIMessage(content=f"turn {turn}: you said {last!r}", id=f"ai-echo-{turn}")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def build_chat_agent() -> Any:
+    gate = {"allowed_decisions": ["approve", "edit", "reject"]}
+    middleware = HumanInTheLoopMiddleware(interrupt_on={"send_email": gate, "delete_file": gate})
+    return create_agent(ScriptedChatModel(), tools=[send_email, delete_file], middleware=[middleware])
+
+
+class Questions(TypedDict, total=False):
+    answers: Annotated[list[str], operator.add]
+
+
+def _asker(name: str) -> Any:
+    def node(state: Questions) -> dict[str, Any]:
+        return {"answers": [f"{name}={interrupt({'question': f'{name}?'})}"]}
+
+    return node
+
+
+def build_two_questions() -> Any:
+    graph = StateGraph(Questions)
+    graph.add_node("first", _asker("first"))
+    graph.add_node("second", _asker("second"))
+    graph.add_edge(START, "first")
+    graph.add_edge(START, "second")
+    graph.add_edge("first", END)
+    graph.add_edge("second", END)
+    return graph.compile()
+
+
+class Slow(TypedDict, total=False):
+    done: bool
+
+
+async def _sleep(state: Slow) -> dict[str, Any]:
+    await asyncio.sleep(30)
+    return {"done": True}
+
+
+def build_slow() -> Any:
+    graph = StateGraph(Slow)
+    graph.add_node("sleep", _sleep)
+    graph.add_edge(START, "sleep")
+    graph.add_edge("sleep", END)
+    return graph.compile()
+
+
+def _fail(state: Slow) -> dict[str, Any]:
+    raise RuntimeError("the tool is down")
+
+
+def build_broken() -> Any:
+    graph = StateGraph(Slow)
+    graph.add_node("fail", _fail)
+    graph.add_edge(START, "fail")
+    graph.add_edge("fail", END)
+    return graph.compile()
+
+
+WORKFLOWS: dict[str, Any] = {
+    "chat-agent": build_chat_agent(),
+    agent_inbox.WORKFLOW_ID: agent_inbox.build_graph(),
+    "two-questions": build_two_questions(),
+    "slow": build_slow(),
+    "broken": build_broken(),
+}
