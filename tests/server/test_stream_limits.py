@@ -145,3 +145,39 @@ def test_streams_over_the_limit_are_refused_before_the_stream_starts(server: str
         assert set(statuses) <= {200, 429} and statuses.count(200) <= LIMIT, statuses
         assert time.monotonic() < deadline, f"slots were not given back: {statuses}"
         time.sleep(0.2)
+
+
+def test_a_langgraph_stream_over_the_limit_is_refused_before_its_run_starts(server: str) -> None:
+    """The LangGraph API's streams count under the same key: over the limit, ``runs.stream``
+    answers 429 in the envelope before anything is sent, and starts no run."""
+    wire = waiting_run(server)
+    held = [send_request(server, f"/runs/{wire}/events", ALICE) for _ in range(LIMIT)]
+    lg = httpx.Client(base_url=f"{server}/langgraph", headers={"x-api-key": "alice-key"}, timeout=30)
+    try:
+        assert [read_head(sock)[0] for sock in held] == [200] * LIMIT
+        thread_id = lg.post("/threads", json={}).json()["thread_id"]
+        body = {"assistant_id": "approve", "input": {}, "stream_mode": ["values"]}
+        refused = lg.post(f"/threads/{thread_id}/runs/stream", json=body)
+        assert refused.status_code == 429, refused.text
+        assert int(refused.headers["retry-after"]) >= 1
+        assert official_errors("error-envelope.schema.json", refused.json()) == [], refused.text
+        assert refused.json()["error"] == "rate_limited"
+        assert lg.get(f"/threads/{thread_id}/runs").json() == []  # nothing started
+        assert lg.get(f"/threads/{thread_id}").json()["status"] == "idle"
+
+        held.pop().close()  # one slot given back: the same request streams
+        deadline = time.monotonic() + 30
+        while True:
+            with lg.stream("POST", f"/threads/{thread_id}/runs/stream", json=body) as answer:
+                if answer.status_code == 200:
+                    assert answer.headers["content-type"].startswith("text/event-stream")
+                    assert "event: metadata" in answer.read().decode()
+                    break
+                assert answer.status_code == 429
+            assert time.monotonic() < deadline, "the closed stream's slot was not given back"
+            time.sleep(0.2)
+        assert len(lg.get(f"/threads/{thread_id}/runs").json()) == 1
+    finally:
+        lg.close()
+        for sock in held:
+            sock.close()

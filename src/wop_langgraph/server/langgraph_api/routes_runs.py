@@ -12,18 +12,19 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph.host import Principal
 from wop_langgraph.protocol.errors import Forbidden, ValidationError
 from wop_langgraph.protocol.ids import project_id
-from wop_langgraph.server.langgraph_api.auth import require
+from wop_langgraph.server.langgraph_api.auth import caller_key, require
 from wop_langgraph.server.langgraph_api.bodies import changing, json_body, service_of
 from wop_langgraph.server.langgraph_api.service import Started
 from wop_langgraph.server.langgraph_api.shapes import run_doc
 from wop_langgraph.server.langgraph_api.streaming import frames, stream_modes, wait_until_resting
 from wop_langgraph.server.state import state_of
+from wop_langgraph.server.streams import SlotStreamingResponse
 
 __all__ = ["router"]
 
@@ -75,31 +76,39 @@ async def create_run(thread_id: str, request: Request, principal: Caller) -> JSO
     return JSONResponse(await _run_doc(request, principal, started), headers=_location(request, started))
 
 
-async def _stream(request: Request, principal: Principal, thread_id: str | None) -> StreamingResponse:
-    started, body = await _start(request, principal, thread_id)
-    service = service_of(request)
-    return StreamingResponse(
-        frames(
-            request,
-            state_of(request),
-            service,
-            principal,
-            started,
-            stream_modes(body.get("stream_mode")),
-            cancel_on_disconnect=body.get("on_disconnect") == "cancel",
-        ),
-        media_type="text/event-stream",
-        headers={**_location(request, started), "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+async def _stream(request: Request, principal: Principal, thread_id: str | None) -> SlotStreamingResponse:
+    # The slot is taken first: over the limit, the caller gets 429 before a run starts or a
+    # byte of the stream is sent.
+    slot = state_of(request).streams.hold(caller_key(principal))
+    try:
+        started, body = await _start(request, principal, thread_id)
+        service = service_of(request)
+        return SlotStreamingResponse(
+            slot,
+            frames(
+                request,
+                state_of(request),
+                service,
+                principal,
+                started,
+                stream_modes(body.get("stream_mode")),
+                cancel_on_disconnect=body.get("on_disconnect") == "cancel",
+            ),
+            media_type="text/event-stream",
+            headers={**_location(request, started), "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    except BaseException:
+        slot.release()
+        raise
 
 
 @router.post("/threads/{thread_id}/runs/stream")
-async def stream_run(thread_id: str, request: Request, principal: Caller) -> StreamingResponse:
+async def stream_run(thread_id: str, request: Request, principal: Caller) -> SlotStreamingResponse:
     return await _stream(request, principal, thread_id)
 
 
 @router.post("/runs/stream")
-async def stream_stateless(request: Request, principal: Caller) -> StreamingResponse:
+async def stream_stateless(request: Request, principal: Caller) -> SlotStreamingResponse:
     return await _stream(request, principal, None)
 
 
@@ -145,7 +154,9 @@ async def join_run(thread_id: str, run_id: str, request: Request, principal: Rea
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}/stream")
-async def join_stream(thread_id: str, run_id: str, request: Request, principal: Reader) -> StreamingResponse:
+async def join_stream(
+    thread_id: str, run_id: str, request: Request, principal: Reader
+) -> SlotStreamingResponse:
     """Follow a run in the requested modes: from now on, or, with ``Last-Event-ID`` (an event id of
     an earlier stream of the run: a checkpoint id), from the step after that event."""
     service = service_of(request)
@@ -160,11 +171,17 @@ async def join_stream(thread_id: str, run_id: str, request: Request, principal: 
         baseline = await run_in_threadpool(service.latest_checkpoint, row.workflow_id, row.run_id)
     started = Started(row.thread_id, row.run_id, row.workflow_id, baseline)
     modes = stream_modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
-    return StreamingResponse(
-        frames(request, state_of(request), service, principal, started, modes),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    slot = state_of(request).streams.hold(caller_key(principal))  # 429 before the stream starts
+    try:
+        return SlotStreamingResponse(
+            slot,
+            frames(request, state_of(request), service, principal, started, modes),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    except BaseException:
+        slot.release()
+        raise
 
 
 @router.post("/threads/{thread_id}/runs/{run_id}/cancel")

@@ -29,7 +29,6 @@ from wop_langgraph.host import Principal
 from wop_langgraph.host.driver import jsonable
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.ids import project_id
-from wop_langgraph.server.langgraph_api.auth import caller_key
 from wop_langgraph.server.langgraph_api.service import LangGraphService, Started, is_resting
 from wop_langgraph.server.state import ServerState
 from wop_langgraph.store.appended import signals_for
@@ -196,10 +195,9 @@ async def _follow(
     emitter = _Emitter(started, modes)
     after = started.baseline
     first = True
-    with (
-        state.streams.hold(caller_key(principal)),
-        signals_for(host.engine).watch(started.run_id) as appended,
-    ):
+    # The stream's slot was taken by the route before the response started (a refusal is a
+    # 429, not a cut stream) and is given back by SlotStreamingResponse.
+    with signals_for(host.engine).watch(started.run_id) as appended:
         last_sent = time.monotonic()
         while True:
             appended.arm()
