@@ -15,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # a build of the whole site, API reference included: about 10 s
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs", reason="the docs extra is not installed")
     pytest.importorskip("mkdocstrings_handlers.python", reason="the docs extra is not installed")

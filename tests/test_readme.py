@@ -155,6 +155,7 @@ def _bash(script: str, cwd: Path, env: dict[str, str]) -> str:
     return proc.stdout
 
 
+@pytest.mark.slow
 def test_the_quickstart_serves_your_own_graph_over_http(tmp_path: Path) -> None:
     """The README's first screen, as a new user follows it: their own module in their own folder,
     ``wop-langgraph serve my_graph:workflows`` from there, then the curl terminal."""
@@ -255,7 +256,7 @@ def test_quickstart_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
     assert sqlite_line in quickstart
     code = quickstart.replace(sqlite_line, line.replace(documented_url.group(1), postgres_url))
     out = run_example(code, tmp_path)
-    assert out[:2] == ["waiting-approval review", "completed"]
+    assert out[:3] == ["waiting-approval review", "review approval", "completed"]
     assert not (tmp_path / "runs.db").exists()
 
 
