@@ -66,6 +66,16 @@ def bash_block(containing: str, pages: list[Path] = PAGES) -> str:
     return found[0]
 
 
+def test_the_readme_is_a_front_page() -> None:
+    """At most ~200 lines; the quickstart comes first, and every page it links to exists."""
+    assert len(README.splitlines()) <= 200
+    headings = [line for line in README.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Quickstart: your own graph, served over HTTP"
+    assert "bash scripts/demo.sh" in README and "bash scripts/test.sh" in README
+    links = re.findall(r"\]\((docs/[^)#]*)", README)
+    assert links and all((REPO / link).exists() for link in links), links
+
+
 def test_every_named_python_example_is_run() -> None:
     named = [body.split("\n", 1)[0].removeprefix("# ") for body in _blocks("python") if body.startswith("# ")]
     named = [name for name in named if name.endswith(".py")]
