@@ -36,6 +36,8 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     reference = (site / "reference" / "index.html").read_text(encoding="utf-8")
     # The API reference is generated from the docstrings, not written by hand.
     assert "pending_interrupts" in reference and "Wait for the run to complete and return its" in reference
+    # Sphinx roles shown as code (scripts/docs_roles.py), not verbatim.
+    assert ":meth:" not in reference and ":class:" not in reference
     # The home page shows the README's quickstart (one copy, taken between its snippet markers).
     home = (site / "index.html").read_text(encoding="utf-8")
     assert "my_graph:workflows" in home and "--8&lt;--" not in home and "--8<--" not in home
