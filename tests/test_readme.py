@@ -1,8 +1,10 @@
-"""Every path the README documents, run as written: its Python examples, the chat example's two
-terminals, and the notebook commands.
+"""Every path the README and the docs site document, run as written: the README's quickstart (a
+graph of one's own served over HTTP), the Python examples, the chat example's two terminals, and
+the notebook commands.
 
-Code is taken from README.md itself (a block is found by its first line, ``# quickstart.py``, or by
-a command it contains), so an edit to the README that breaks a path breaks a test. Commands run in
+Code is taken from README.md and the pages under docs/ themselves (a block is found by its first
+line, ``# quickstart.py``, or by a command it contains, and must be the only one so found), so an
+edit to a page that breaks a path breaks a test. Commands run in
 child processes with the interpreter's ``bin`` folder first on ``PATH``, as after
 ``source .venv/bin/activate``.
 """
@@ -18,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -26,25 +28,59 @@ import httpx
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: The README (the front page) and every page of the docs site.
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+#: The named Python examples (first line ``# <name>``); each has a test below that runs it.
+PYTHON_EXAMPLES = {
+    "my_graph.py",
+    "quickstart.py",
+    "async_review.py",
+    "node_calls.py",
+    "fork.py",
+    "functional.py",
+    "approval_policy.py",
+    "langgraph_sdk_client.py",  # tests/server/langgraph_api/test_readme_sdk.py
+}
 
 
-def _blocks(language: str) -> list[str]:
-    return [body for lang, body in BLOCK.findall(README) if lang == language]
+def _blocks(language: str, pages: list[Path] = PAGES) -> list[str]:
+    return [
+        body
+        for page in pages
+        for lang, body in BLOCK.findall(page.read_text(encoding="utf-8"))
+        if lang == language
+    ]
 
 
 def python_example(name: str) -> str:
-    """The README's Python block whose first line is ``# <name>``."""
+    """The Python block (README or docs) whose first line is ``# <name>``."""
     found = [body for body in _blocks("python") if body.startswith(f"# {name}\n")]
-    assert len(found) == 1, f"the README has {len(found)} Python blocks named {name}"
+    assert len(found) == 1, f"the README and docs have {len(found)} Python blocks named {name}"
     return found[0]
 
 
-def bash_block(containing: str) -> str:
-    found = [body for body in _blocks("bash") if containing in body]
-    assert len(found) == 1, f"the README has {len(found)} bash blocks with {containing!r}"
+def bash_block(containing: str, pages: list[Path] = PAGES) -> str:
+    found = [body for body in _blocks("bash", pages) if containing in body]
+    assert len(found) == 1, f"the pages have {len(found)} bash blocks with {containing!r}"
     return found[0]
+
+
+def test_the_readme_is_a_front_page() -> None:
+    """At most ~200 lines; the quickstart comes first, and every page it links to exists."""
+    assert len(README.splitlines()) <= 200
+    headings = [line for line in README.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Quickstart: your own graph, served over HTTP"
+    assert "bash scripts/demo.sh" in README and "bash scripts/test.sh" in README
+    links = re.findall(r"\]\((docs/[^)#]*)", README)
+    assert links and all((REPO / link).exists() for link in links), links
+
+
+def test_every_named_python_example_is_run() -> None:
+    named = [body.split("\n", 1)[0].removeprefix("# ") for body in _blocks("python") if body.startswith("# ")]
+    named = [name for name in named if name.endswith(".py")]
+    assert sorted(named) == sorted(PYTHON_EXAMPLES), "a named example was added or removed: run it below"
 
 
 def _env() -> dict[str, str]:
@@ -110,6 +146,73 @@ def _signal_group(pid: int, signum: int) -> None:
 # -- agent developers ---------------------------------------------------------------------------
 
 
+def _statements(block: str) -> list[str]:
+    """A bash block's commands: comment lines dropped, ``\\`` continuations joined."""
+    joined = re.sub(r"\\\n\s*", "", block)
+    return [line for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _bash(script: str, cwd: Path, env: dict[str, str]) -> str:
+    proc = subprocess.run(
+        ["bash", "-c", f"set -euo pipefail\n{script}"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.mark.slow
+def test_the_quickstart_serves_your_own_graph_over_http(tmp_path: Path) -> None:
+    """The README's first screen, as a new user follows it: their own module in their own folder,
+    ``wop-langgraph serve my_graph:workflows`` from there, then the curl terminal."""
+    front = [REPO / "README.md"]
+    first_screen = README.split("\n## The two commands")[0]
+    assert "# my_graph.py" in first_screen and "serve my_graph:workflows" in first_screen
+    (tmp_path / "my_graph.py").write_text(python_example("my_graph.py"), encoding="utf-8")
+    terminal_1 = _statements(bash_block("wop-langgraph serve my_graph:workflows", front))
+    terminal_2 = _statements(bash_block("localhost:8000/runs", front))
+    assert all(s.startswith("export ") for s in terminal_1[:-1]) and "--port 8000" in terminal_1[-1]
+    port = str(_free_port())
+    terminal_1[-1] = "exec " + terminal_1[-1].replace("--port 8000", f"--port {port}")
+    terminal_2 = [s.replace("localhost:8000", f"localhost:{port}") for s in terminal_2]
+    headers, create, before, resolve, after = terminal_2
+    assert create.startswith("RUN=$(curl") and "/interrupts/review" in resolve
+    env = _env()
+    base = f"http://127.0.0.1:{port}"
+    ready = f"{base}/.well-known/openwop"
+    with _background("\n".join(terminal_1), tmp_path, env, ready, tmp_path / "serve.log"):
+        run = _bash(f'{headers}\n{create}\necho "$RUN"', tmp_path, env).strip()
+        session = f"{headers}\nRUN={shlex.quote(run)}\n"
+        auth = {"Authorization": "Bearer dev-key"}
+
+        def status() -> str:
+            return str(httpx.get(f"{base}/runs/{run}", headers=auth).json()["status"])
+
+        # A person reads the first GET after the run reached its gate; wait as long as they would.
+        _wait_for(lambda: status() == "waiting-approval")
+        waiting = json.loads(_bash(session + before, tmp_path, env))
+        assert (waiting["status"], waiting["currentNodeId"]) == ("waiting-approval", "review")
+        resolved = json.loads(_bash(session + resolve, tmp_path, env))
+        assert resolved["status"] in {"running", "queued", "completed"}, resolved
+        _wait_for(lambda: status() == "completed")
+        done = json.loads(_bash(session + after, tmp_path, env))
+    assert done["status"] == "completed"
+    assert done["extensions"]["wop-langgraph.result"]["outputs"] == {"draft": "hello", "decision": "accept"}
+    assert (tmp_path / "runs.db").exists()
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not reached within {seconds} s"
+        time.sleep(0.1)
+
+
 def test_quickstart(tmp_path: Path) -> None:
     out = run_example(python_example("quickstart.py"), tmp_path)
     assert out[:4] == [
@@ -164,7 +267,7 @@ def test_quickstart_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
     assert sqlite_line in quickstart
     code = quickstart.replace(sqlite_line, line.replace(documented_url.group(1), postgres_url))
     out = run_example(code, tmp_path)
-    assert out[:2] == ["waiting-approval review", "completed"]
+    assert out[:3] == ["waiting-approval review", "review approval", "completed"]
     assert not (tmp_path / "runs.db").exists()
 
 

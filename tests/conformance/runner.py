@@ -9,7 +9,8 @@ otherwise it passes or fails. Every event read is judged by the official schemas
     python -m tests.conformance.runner [--db URL] [--write-readme]
 
 prints the table of results (fixture, leg, result) and, with ``--write-readme``, puts it in the
-README's "Conformance" section (``tests/conformance/test_conformance.py`` checks they agree).
+"Conformance" section of the docs page ``docs/conformance.md`` (the flag keeps its name from when
+the table was in the README; ``tests/conformance/test_conformance.py`` checks they agree).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ __all__ = ["LEGS", "Leg", "Result", "markdown_table", "run_legs", "serve_for_con
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "third_party" / "openwop" / "conformance" / "fixtures"
-README = REPO / "README.md"
-#: The README section the table lives in, between these two markers.
+#: The docs page whose "Conformance" section holds the table, between these two markers.
+README = REPO / "docs" / "conformance.md"
 BEGIN, END = "<!-- conformance-table:begin -->", "<!-- conformance-table:end -->"
 #: One bearer drives every leg, as the suite's operator key does; it may vote for named voters.
 OPERATOR_KEY = "operator-key"
@@ -707,10 +708,10 @@ def markdown_table(results: list[Result]) -> str:
 
 
 def readme_table(text: str | None = None) -> str:
-    """The table now in the README (between the markers)."""
+    """The table now in the docs page (between the markers)."""
     text = README.read_text() if text is None else text
     match = re.search(re.escape(BEGIN) + r"\n(.*?)\n" + re.escape(END), text, re.S)
-    assert match is not None, "the README has no conformance table markers"
+    assert match is not None, f"{README.relative_to(REPO)} has no conformance table markers"
     return match.group(1)
 
 
@@ -732,7 +733,7 @@ def serve_for_conformance(db_url: str) -> Iterator[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="database URL (default: a new SQLite file)")
-    parser.add_argument("--write-readme", action="store_true", help="put the table in README.md")
+    parser.add_argument("--write-readme", action="store_true", help="put the table in docs/conformance.md")
     args = parser.parse_args(argv)
     from contextlib import contextmanager
 

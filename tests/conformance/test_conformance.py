@@ -1,6 +1,6 @@
 """The official fixtures, driven leg by leg over HTTP by the conformance runner, on each database.
 
-The README's conformance table is the runner's output: a leg that starts or stops passing (or
+The conformance table (``docs/conformance.md``) is the runner's output: a leg that starts or stops passing (or
 whose capability discovery starts advertising) changes it, and the table must be regenerated
 (``python -m tests.conformance.runner --write-readme``).
 """

@@ -1,6 +1,6 @@
 """Reach the reviewers: email and chat notifications with personal links, through a durable outbox.
 
-See :class:`Notifier` (and the README section "Notifications").
+See :class:`Notifier` (and the section "Notifications" of docs/server.md).
 """
 
 from wop_langgraph.notify.channels import AppriseChannel, EmailChannel, SendError, SmtpSettings

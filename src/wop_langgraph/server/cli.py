@@ -8,7 +8,7 @@
 ``--definitions DIR`` also loads every ``*.json`` OpenWOP WorkflowDefinition in ``DIR`` under its
 ``id`` (a definition the host cannot run is refused with its reason on stderr; the rest load).
 ``WOP_NOTIFY_DIRECTORY`` (and ``WOP_NOTIFY_SMTP_*``, ...) turns on email/chat notifications of
-interrupts with personal links (see :mod:`wop_langgraph.notify.serving` and the README).
+interrupts with personal links (see :mod:`wop_langgraph.notify.serving` and docs/server.md).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ MODULE:ATTR names a compiled graph (served as the workflow ATTR), a {workflowId:
 function without arguments returning either. Configuration comes from WOP_* environment
 variables: WOP_SIGNING_KEYS (required), WOP_API_KEYS, WOP_DATABASE_URL (--db overrides it),
 WOP_PUBLIC_URL, WOP_TOKEN_TTL_SECONDS, WOP_SWEEP_INTERVAL_SECONDS, and WOP_NOTIFY_* for email/chat
-notifications of interrupts with personal links (see the README).
+notifications of interrupts with personal links (see docs/server.md).
 
 examples:
   wop-langgraph serve wop_langgraph.examples.review:workflows --db sqlite:///runs.db --port 8000

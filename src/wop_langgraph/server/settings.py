@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     """Comma-separated browser origins allowed to call the LangGraph API (e.g. agent-chat-ui's)."""
     callback_allow: AllowList | None = Field(default=None, exclude=True)
     """Test-only egress allowance for a loopback receiver; never set from the environment."""
-    # Notifications (wop_langgraph.notify; off unless a directory is given). See the README.
+    # Notifications (wop_langgraph.notify; off unless a directory is given). See docs/server.md.
     notify_directory: str | None = None
     """JSON file (or inline JSON object) of subject -> {"email": ..., "apprise": [...]}."""
     notify_smtp_host: str | None = None
