@@ -122,8 +122,9 @@ def test_discovery_lists_the_loaded_fixtures(server: Server, talking: Server) ->
     caps = server.alice.discovery_capabilities()
     listed = caps.raw["fixtures"]
     assert "conformance-approval" in listed and "conformance-noop" in listed
-    assert "conformance-orchestrator-low-confidence" not in listed  # refused: multi-agent
-    assert len(listed) == 21
+    assert "conformance-orchestrator-low-confidence" in listed  # supervisor/dispatch are run
+    assert "conformance-phase4-replay-divergence" not in listed  # refused: no AI model nodes
+    assert len(listed) == 23
     assert "conversationPrimitive" not in caps.raw
     record = talking.alice.discovery_capabilities().families["conversationPrimitive"]
     assert (record.status, record.witness) == ("experimental", "claims-check")
