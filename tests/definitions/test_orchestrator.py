@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from tests.host._graphs import ALICE
-from tests.host._support import all_run_ids, events, payloads
+from tests.host._support import all_run_ids, events, footprint, payloads
 from wop_langgraph.definitions import register_definition
 from wop_langgraph.host import WopHost
+from wop_langgraph.protocol.errors import ValidationError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "third_party" / "openwop" / "conformance" / "fixtures"
 ORCHESTRATOR = "conformance-orchestrator-low-confidence"
@@ -81,6 +82,10 @@ def test_ratifying_the_supervisor_dispatches_the_worker_and_the_loop_ends(orches
 
 def test_replacing_the_held_decision_dispatches_the_replacement(orchestrated: WopHost) -> None:
     run_id = orchestrated.create_run(ORCHESTRATOR, {}, owner=ALICE)["runId"]
+    before = footprint(orchestrated, run_id)
+    with pytest.raises(ValidationError):
+        orchestrated.resolve(run_id, "supervisor", {"decision": {"nextWorkerIds": ["x"]}}, ALICE)
+    assert footprint(orchestrated, run_id) == before  # a decision without a kind changes nothing
     orchestrated.resolve(run_id, "supervisor", {"decision": {"kind": "terminate"}}, ALICE)
     assert orchestrated.snapshot(run_id)["status"] == "completed"
     assert not chain(orchestrated, run_id)

@@ -41,10 +41,21 @@ from wop_langgraph.protocol.errors import ValidationError, WopError
 if TYPE_CHECKING:
     from wop_langgraph.host.runtime import WopHost
 
-__all__ = ["CONFIDENCE_FLOOR", "dispatch_type", "dispatch_workers", "supervisor_type"]
+__all__ = ["CONFIDENCE_FLOOR", "DECISION_SCHEMA", "dispatch_type", "dispatch_workers", "supervisor_type"]
 
 #: RFC 0039 §A: the spec's confidence floor below which a dispatch escalates.
 CONFIDENCE_FLOOR = 0.5
+#: What a person may put in place of a held or escalated decision: the members this host acts on
+#: (orchestrator-decision.schema.json itself is not vendored here).
+DECISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["kind"],
+    "properties": {
+        "kind": {"type": "string", "minLength": 1},
+        "nextWorkerIds": {"type": "array", "items": {"type": "string", "minLength": 1}},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+}
 _TERMINATE: dict[str, Any] = {"kind": "terminate"}
 
 
@@ -110,7 +121,9 @@ def _supervise(invocation: NodeInvocation) -> Mapping[str, Any]:
     if turn == 0 and isinstance(confidence, (int, float)) and not isinstance(confidence, bool):
         decision["confidence"] = confidence
         # CP-1: below the threshold the decision is held (no orchestrator.decided yet).
-        decision = escalate_on_low_confidence(agent_id, decision, float(confidence))
+        decision = escalate_on_low_confidence(
+            agent_id, decision, float(confidence), decision_schema=DECISION_SCHEMA
+        )
     current_call().emit(
         "orchestrator.decided", {"agentId": agent_id, "decision": decision}, discriminator=turn
     )
@@ -163,7 +176,11 @@ def _dispatch(host: WopHost, invocation: NodeInvocation) -> Mapping[str, Any]:
         call.emit("workflow-chain.confidence-escalated", escalated, discriminator=supervisor)
         agent = invocation.outputs.get(supervisor, {}).get("agentId")
         replaced = escalate_on_low_confidence(
-            str(agent or supervisor), dict(decision), float(confidence), CONFIDENCE_FLOOR
+            str(agent or supervisor),
+            dict(decision),
+            float(confidence),
+            CONFIDENCE_FLOOR,
+            decision_schema=DECISION_SCHEMA,
         )
         decision = replaced if isinstance(replaced, Mapping) else decision
         workers = [str(w) for w in decision.get("nextWorkerIds") or []]
