@@ -303,7 +303,7 @@ def test_registry_refuses_duplicates_and_unknown_capabilities() -> None:
     with pytest.raises(ValueError, match="unknown capabilities"):
         NodeType("test.x", _record, requires=frozenset({"telepathy"}))
     assert "core.dispatch" not in registry
-    with pytest.raises(UnknownNodeType, match="multi-agent"):
+    with pytest.raises(UnknownNodeType, match="needs the host that runs its workers"):
         registry.get("core.dispatch")
 
 

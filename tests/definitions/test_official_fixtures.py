@@ -18,8 +18,6 @@ FIXTURES = Path(__file__).resolve().parents[2] / "third_party" / "openwop" / "co
 
 #: The fixtures this host refuses, and the node type each refusal must name.
 REFUSED = {
-    "conformance-multi-agent-confidence-escalation.json": "core.orchestrator.supervisor",
-    "conformance-orchestrator-low-confidence.json": "core.orchestrator.supervisor",
     "conformance-phase4-replay-divergence.json": "core.ai.structuredOutput",
 }
 

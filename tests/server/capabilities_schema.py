@@ -115,6 +115,23 @@ def discovery_schema() -> dict[str, Any]:
                 }
             ),
             "conversationPrimitive": _record({}),
+            # NOT transcribed from capabilities.schema.json (the multiAgent family was not in
+            # reach when it was added): the members the official scenarios read
+            # (multi-agent-confidence-escalation.test.ts), kept closed.
+            "multiAgent": _record(
+                {
+                    "executionModel": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["supported", "version"],
+                        "properties": {
+                            "supported": {"type": "boolean"},
+                            "version": {"type": "integer", "minimum": 1},
+                            "confidenceEscalationFloor": {"type": "number", "minimum": 0.5, "maximum": 1},
+                        },
+                    }
+                }
+            ),
         },
     }
 
@@ -126,4 +143,5 @@ WITNESS = {
     "oauth": "witnessable-gated",
     "agents": "witnessable-gated",
     "conversationPrimitive": "claims-check",
+    "multiAgent": "witnessable-gated",
 }

@@ -122,8 +122,9 @@ def test_discovery_lists_the_loaded_fixtures(server: Server, talking: Server) ->
     caps = server.alice.discovery_capabilities()
     listed = caps.raw["fixtures"]
     assert "conformance-approval" in listed and "conformance-noop" in listed
-    assert "conformance-orchestrator-low-confidence" not in listed  # refused: multi-agent
-    assert len(listed) == 21
+    assert "conformance-orchestrator-low-confidence" in listed  # supervisor/dispatch are run
+    assert "conformance-phase4-replay-divergence" not in listed  # refused: no AI model nodes
+    assert len(listed) == 23
     assert "conversationPrimitive" not in caps.raw
     record = talking.alice.discovery_capabilities().families["conversationPrimitive"]
     assert (record.status, record.witness) == ("experimental", "claims-check")
@@ -429,6 +430,35 @@ def test_mock_agent_low_confidence_suspends(server: Server) -> None:
     assert suspended["reason"] == "low-confidence"
     (requested,) = payloads(docs, "interrupt.requested")
     assert (requested["data"]["threshold"], requested["data"]["observed"]) == (0.7, 0.5)
+
+
+def test_supervisor_suspends_before_dispatch_then_dispatches_once_ratified(server: Server) -> None:
+    # Served with workers: the worker's child run is driven by them and handed back to the dispatch.
+    run_id = server.create("conformance-orchestrator-low-confidence")
+    server.wait(run_id, "waiting-approval")
+    docs = server.events(run_id)
+    assert "orchestrator.decided" not in types(docs) and "workflow-chain.event" not in types(docs)
+    assert payloads(docs, "node.suspended")[0]["reason"] == "low-confidence"
+    server.resolve(run_id, "supervisor", {"ratify": True})
+    server.wait(run_id, "completed")
+    chain = payloads(server.events(run_id), "workflow-chain.event")
+    assert [(c["phase"], c["workerId"]) for c in chain] == [
+        ("dispatch.began", "conformance-noop"),
+        ("child.completed", "conformance-noop"),
+    ]
+    child = server.wait(chain[1]["childRunId"], "completed")
+    assert child["workflowId"] == "conformance-noop"
+
+
+def test_multi_agent_escalation_precedes_any_dispatch(server: Server) -> None:
+    run_id = server.create("conformance-multi-agent-confidence-escalation")
+    server.wait(run_id, "waiting-approval")
+    docs = server.events(run_id)
+    (escalated,) = payloads(docs, "workflow-chain.confidence-escalated")
+    assert (escalated["confidence"], escalated["floor"]) == (0.3, 0.5)
+    assert escalated["escalationKind"] == "escalate"
+    assert "workflow-chain.event" not in types(docs)
+    assert types(docs).index("workflow-chain.confidence-escalated") < types(docs).index("node.suspended")
 
 
 def test_replay_ordinal_loop_runs_the_effect_twice(server: Server) -> None:

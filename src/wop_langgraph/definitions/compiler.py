@@ -60,7 +60,9 @@ def compile_definition(document: Any, node_types: NodeTypeRegistry) -> CompiledD
     """
     plan = read_definition(document)
     types = {n: node_types.get(s.type_id, node_id=n) for n, s in plan.nodes.items()}
-    if not plan.roots:
+    # Without a node free of incoming edges, a loop headed by an entry type (a supervisor) starts.
+    starts = plan.roots or tuple(n for n, t in types.items() if t.entry)
+    if not starts:
         raise ValidationError(
             "every node has an incoming edge, so no node can start the run", details={"path": "/edges"}
         )
@@ -73,7 +75,7 @@ def compile_definition(document: Any, node_types: NodeTypeRegistry) -> CompiledD
         builder.add_node(
             node_id, _node_function(plan, spec, types[node_id]), metadata={NODE_TYPE_METADATA: spec.type_id}
         )
-    builder.add_edge(START, plan.roots[0])
+    builder.add_edge(START, starts[0])
     requires: dict[str, Mapping[str, str]] = {}
     for node_id, node_type in types.items():
         for capability in sorted(node_type.requires):
@@ -114,7 +116,10 @@ def _node_function(plan: Plan, spec: NodeSpec, node_type: NodeType) -> Any:
             if recorded is not None:
                 outputs = dict(recorded)  # a replay never performs the effect again
             else:
-                outputs = dict(node_type.run(NodeInvocation(spec, inputs, variables)) or {})
+                invocation = NodeInvocation(
+                    spec, inputs, variables, outputs_by_node, plan.sources[spec.node_id]
+                )
+                outputs = dict(node_type.run(invocation) or {})
         except GraphBubbleUp:
             raise  # an interrupt (or a Command for a parent graph) is not a failure
         except Exception as exc:
@@ -131,6 +136,9 @@ def _node_function(plan: Plan, spec: NodeSpec, node_type: NodeType) -> Any:
             return Command(goto=_goto(step.next_node), update=update)
         if recorded is None:
             _check_divergence(spec.node_id, outputs)
+        if node_type.ends_run is not None and node_type.ends_run(outputs):
+            # The node ends the run: nothing downstream is scheduled (a loop's exit).
+            return Command(goto=[], update={OUTPUTS_CHANNEL: {spec.node_id: outputs}})
         step = settle(plan, schedule, spec.node_id, "success", guarded=guarded)
         _record_skips(step.skipped)
         update = {SCHEDULE_CHANNEL: step.schedule, OUTPUTS_CHANNEL: {spec.node_id: outputs}}

@@ -33,6 +33,8 @@ Where each behaviour comes from (OpenWOP spec repository, openwop/openwop):
 - ``core.conformance.mock-agent``: conformance-agent-low-confidence.json (``config.mockDecision``
   ``{decision, confidence}`` emitted as ``agent.decided`` by ``node.agent.agentId``; below the
   run's threshold it suspends ``low-confidence``).
+- ``core.orchestrator.supervisor`` and ``core.dispatch``: definitions/orchestrator.py (the
+  dispatch is bound to the host, like ``core.subWorkflow``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from typing import Any
 
 from wop_langgraph.definitions.model import NodeSpec
 from wop_langgraph.definitions.node_types import NodeInvocation, NodeType, NodeTypeRegistry
+from wop_langgraph.definitions.orchestrator import supervisor_type
 from wop_langgraph.nodes import (
     ask,
     close_conversation,
@@ -64,8 +67,8 @@ MAX_DELAY_MS = 60_000
 _REFUSED = {
     "core.subWorkflow": "it needs the host that runs its child runs: load it with WopHost.load_definitions "
     "or register_definition",
-    "core.orchestrator.supervisor": "multi-agent orchestration (multiAgent.executionModel) is not offered",
-    "core.dispatch": "multi-agent dispatch (multiAgent.executionModel) is not offered",
+    "core.dispatch": "it needs the host that runs its workers' child runs: load it with "
+    "WopHost.load_definitions or register_definition",
     "core.ai.structuredOutput": "this host runs no AI model nodes (no aiProviders, no mock provider)",
 }
 
@@ -108,6 +111,7 @@ def default_node_types() -> NodeTypeRegistry:
             check=_check_mock_agent,
             source="conformance/fixtures/conformance-agent-low-confidence.json",
         ),
+        supervisor_type(),
     ):
         registry.register(node_type)
     for type_id, reason in _REFUSED.items():

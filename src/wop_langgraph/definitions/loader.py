@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from wop_langgraph.definitions.compiler import CompiledDefinition, compile_definition
 from wop_langgraph.definitions.core_types import default_node_types
 from wop_langgraph.definitions.node_types import NodeTypeRegistry
+from wop_langgraph.definitions.orchestrator import dispatch_type
 from wop_langgraph.definitions.subworkflow import sub_workflow_type
 from wop_langgraph.protocol.errors import ValidationError
 
@@ -38,11 +39,14 @@ class LoadReport:
 
 
 def with_host_types(host: WopHost, node_types: NodeTypeRegistry) -> NodeTypeRegistry:
-    """``node_types`` plus the types bound to ``host`` (``core.subWorkflow``) unless it has its own."""
-    if "core.subWorkflow" in node_types:
+    """``node_types`` plus the types bound to ``host`` (``core.subWorkflow``, ``core.dispatch``)
+    it does not have its own of."""
+    missing = [t for t in (sub_workflow_type(host), dispatch_type(host)) if t.type_id not in node_types]
+    if not missing:
         return node_types
     bound = node_types.copy()
-    bound.register(sub_workflow_type(host))
+    for node_type in missing:
+        bound.register(node_type)
     return bound
 
 

@@ -23,11 +23,17 @@ CAPABILITIES = frozenset({"conversation", "credential"})
 
 @dataclass(frozen=True)
 class NodeInvocation:
-    """One execution of a node: its spec, resolved input ports and the run's variables."""
+    """One execution of a node: its spec, resolved input ports and the run's variables.
+
+    ``outputs`` holds every node's latest outputs so far (a supervisor reads its own last turn,
+    a dispatch its supervisor's decision), ``sources`` the nodes with an edge into this one.
+    """
 
     spec: NodeSpec
     inputs: Mapping[str, Any]
     variables: Mapping[str, Any]
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
 
     @property
     def node_id(self) -> str:
@@ -54,6 +60,10 @@ class NodeType:
         side_effecting: it acts on the world outside the run's log (replay must not re-fire it).
         check: validates a node's ``config`` at load; raises ``ValidationError``.
         source: where its behaviour is specified (for readers of the registry).
+        entry: it may start a run though edges lead into it (a supervisor heads the loop it
+            forms with its dispatch); used only when the definition has no node without one.
+        ends_run: given the node's outputs, whether the run ends after it (a dispatch that
+            carries out a ``terminate`` decision), whatever edges leave it.
     """
 
     type_id: str
@@ -62,6 +72,8 @@ class NodeType:
     side_effecting: bool = False
     check: ConfigCheck | None = None
     source: str = field(default="", compare=False)
+    entry: bool = False
+    ends_run: Callable[[Mapping[str, Any]], bool] | None = None
 
     def __post_init__(self) -> None:
         unknown = self.requires - CAPABILITIES

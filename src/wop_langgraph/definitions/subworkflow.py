@@ -28,6 +28,7 @@ from sqlalchemy import select
 
 from wop_langgraph.definitions.model import NodeSpec
 from wop_langgraph.definitions.node_types import NodeInvocation, NodeType
+from wop_langgraph.definitions.orchestrator import dispatch_workers
 from wop_langgraph.host.driver import TERMINAL_STATUSES
 from wop_langgraph.host.principal import Principal
 from wop_langgraph.nodes import custom_interrupt
@@ -39,7 +40,7 @@ from wop_langgraph.store.run_tables import runs_table
 if TYPE_CHECKING:
     from wop_langgraph.host.runtime import WopHost
 
-__all__ = ["SUB_WORKFLOW_KIND", "settle_links", "sub_workflow_type"]
+__all__ = ["SUB_WORKFLOW_KIND", "run_child", "settle_links", "sub_workflow_type"]
 
 SUB_WORKFLOW_KIND = "openwop.subWorkflow"
 _RESULT_SCHEMA: dict[str, Any] = {
@@ -98,9 +99,21 @@ def _check_config(spec: NodeSpec) -> None:
 
 
 def _run_child(host: WopHost, invocation: NodeInvocation) -> Mapping[str, Any]:
+    config = invocation.config
+    fail_parent = config.get("onChildFailure", "fail-parent") == "fail-parent"
+    return run_child(host, invocation, str(config["workflowId"]), fail_parent=fail_parent)
+
+
+def run_child(
+    host: WopHost, invocation: NodeInvocation, child_workflow: str, *, fail_parent: bool
+) -> Mapping[str, Any]:
+    """Start (or find again) the node's child run of ``child_workflow`` and wait for its end.
+
+    Returns ``{childRunId, childStatus}``; raises ``ChildRunFailed`` when it did not complete
+    and ``fail_parent``, ``NodeConfigInvalid`` when the host has not loaded the workflow.
+    """
     call = current_call()
     config = invocation.config
-    child_workflow = str(config["workflowId"])
     if child_workflow not in host.registry:
         raise NodeConfigInvalid(
             f"node {invocation.node_id!r} starts workflow {child_workflow!r}, which this host has not loaded",
@@ -110,7 +123,7 @@ def _run_child(host: WopHost, invocation: NodeInvocation) -> Mapping[str, Any]:
     link = {
         "runId": parent["runId"],
         "nodeId": invocation.node_id,
-        "cause": "core.subWorkflow",
+        "cause": invocation.spec.type_id,  # core.subWorkflow, or core.dispatch for a worker
         "taskNs": call.task_ns,
         "propagateCancellation": bool(config.get("propagateCancellation", True)),
     }
@@ -125,7 +138,7 @@ def _run_child(host: WopHost, invocation: NodeInvocation) -> Mapping[str, Any]:
             resume_schema=_RESULT_SCHEMA,
         )
         status = answer["childStatus"]
-    if status != "completed" and config.get("onChildFailure", "fail-parent") == "fail-parent":
+    if status != "completed" and fail_parent:
         raise ChildRunFailed(
             f"child run {child_id} of workflow {child_workflow!r} ended {status}",
             details={"childRunId": child_id, "childStatus": status},
@@ -197,13 +210,16 @@ def _child_workflows(host: WopHost, workflow_id: str) -> list[str]:
     """The workflows a definition's ``core.subWorkflow`` nodes start (empty for other graphs)."""
     definition = host.registry.get(workflow_id).definition if workflow_id in host.registry else None
     nodes = definition.get("nodes", []) if definition else []
-    return [
+    children = [
         str(n["config"]["workflowId"])
         for n in nodes
         if isinstance(n, Mapping)
         and n.get("typeId") == "core.subWorkflow"
         and isinstance(n.get("config"), Mapping)
     ]
+    if definition and any(isinstance(n, Mapping) and n.get("typeId") == "core.dispatch" for n in nodes):
+        children.extend(w for w in dispatch_workers(definition) if w not in children)
+    return children
 
 
 def settle_links(host: WopHost, run_id: str) -> None:

@@ -21,7 +21,12 @@ LOW_CONFIDENCE_RESUME_SCHEMA: dict[str, Any] = {
 
 
 def escalate_on_low_confidence(
-    agent_id: str, decision: Any, confidence: float | None, threshold: float | None = None
+    agent_id: str,
+    decision: Any,
+    confidence: float | None,
+    threshold: float | None = None,
+    *,
+    decision_schema: dict[str, Any] | None = None,
 ) -> Any:
     """Record the agent's decision; below the threshold, suspend for a person to ratify or replace it.
 
@@ -31,6 +36,9 @@ def escalate_on_low_confidence(
     LangGraph's ``config["configurable"]["run"]["escalationThreshold"]`` -- else 0.7) suspends
     with a ``low-confidence`` interrupt; at or above it, or when the confidence is absent or
     not finite, the decision is returned at once.
+
+    ``decision_schema``: the JSON Schema a person's replacement decision must satisfy (a resume
+    that does not is refused with ``validation_error`` and changes nothing); any value otherwise.
 
     Returns:
         The agent's decision, or the person's replacement.
@@ -47,6 +55,9 @@ def escalate_on_low_confidence(
     if not finite or confidence is None or confidence >= limit:
         return decision
     data = {"agentId": agent_id, "threshold": limit, "observed": confidence, "decision": decision}
-    answer = _answered(suspend("low-confidence", data, resume_schema=LOW_CONFIDENCE_RESUME_SCHEMA, call=call))
+    schema = LOW_CONFIDENCE_RESUME_SCHEMA
+    if decision_schema is not None:
+        schema = {**schema, "properties": {**schema["properties"], "decision": decision_schema}}
+    answer = _answered(suspend("low-confidence", data, resume_schema=schema, call=call))
     value = answer.resume_value or {}
     return value.get("decision", decision)

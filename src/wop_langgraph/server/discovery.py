@@ -6,7 +6,9 @@ is the claim; schemas/v2/capabilities.schema.json is closed, so no v1 ``supporte
 delivery to ``createRun.callbackUrl``); the ``replay`` family (fork in ``replay`` and ``branch``
 mode, ``GET /host/effect-seams``: in v2 that record *is* the recorded-outcome suppression claim,
 and the closed record has no ``sideEffectSuppression`` member); the ``agents`` family, because
-an ``agent.decided`` below the run's escalation threshold suspends with ``low-confidence``;
+an ``agent.decided`` below the run's escalation threshold suspends with ``low-confidence``; the
+``multiAgent`` family (execution model version 2: a supervisor's decision below the 0.5
+confidence floor escalates before its dispatch);
 ``conversationPrimitive`` when conversations are enabled; ``oauth`` with
 ``credentialInterrupt: true`` when credential interrupts are; and ``fixtures[]`` listing the
 WorkflowDefinitions the host loaded. Each record's ``witness`` is the one
@@ -59,6 +61,12 @@ def discovery_document(state: ServerState) -> dict[str, Any]:
     }
     # escalate_on_low_confidence: agent.decided, then a low-confidence suspend below threshold.
     document["agents"] = _record("witnessable-gated")
+    # core.orchestrator.supervisor / core.dispatch (definitions/orchestrator.py): a decision below
+    # the spec floor is escalated before any dispatch (RFC 0039 §A, executionModel version 2).
+    document["multiAgent"] = {
+        **_record("witnessable-gated"),
+        "executionModel": {"supported": True, "version": 2, "confidenceEscalationFloor": 0.5},
+    }
     fixtures = state.host.registry.definition_ids()
     if fixtures:
         document["fixtures"] = fixtures  # the loaded WorkflowDefinitions (serve --definitions)
