@@ -193,3 +193,11 @@ async def cancel_run(thread_id: str, run_id: str, request: Request, principal: C
         row = await run_in_threadpool(service.run, principal, thread_id, run_id)
         await wait_until_resting(state_of(request), service, _started(row))
     return Response(status_code=202)
+
+
+@router.delete("/threads/{thread_id}/runs/{run_id}")
+async def delete_run(thread_id: str, run_id: str, request: Request, principal: Canceller) -> Response:
+    """Delete an ended run from the thread's runs (``409`` while it has not ended); its OpenWOP
+    run and event log stay."""
+    await changing(request, service_of(request).delete_run, principal, thread_id, run_id)
+    return Response(status_code=204)
