@@ -9,6 +9,7 @@
 * ``two-questions``: two parallel nodes, each a plain ``interrupt()``: two pending at once.
 * ``slow``: an async node that sleeps, for busy threads and cancel.
 * ``broken``: a node that raises, for a failed run.
+* ``counter``: ``n`` counted up by two steps, the second a little slow: a stream to cut between them.
 """
 
 from __future__ import annotations
@@ -142,10 +143,34 @@ def build_broken() -> Any:
     return graph.compile()
 
 
+class Counter(TypedDict):
+    n: int
+
+
+def _count(state: Counter) -> dict[str, Any]:
+    return {"n": state["n"] + 1}
+
+
+async def _count_slowly(state: Counter) -> dict[str, Any]:
+    await asyncio.sleep(1.5)
+    return {"n": state["n"] + 1}
+
+
+def build_counter() -> Any:
+    graph = StateGraph(Counter)
+    graph.add_node("count", _count)
+    graph.add_node("count_slowly", _count_slowly)
+    graph.add_edge(START, "count")
+    graph.add_edge("count", "count_slowly")
+    graph.add_edge("count_slowly", END)
+    return graph.compile()
+
+
 WORKFLOWS: dict[str, Any] = {
     "chat-agent": build_chat_agent(),
     agent_inbox.WORKFLOW_ID: agent_inbox.build_graph(),
     "two-questions": build_two_questions(),
     "slow": build_slow(),
     "broken": build_broken(),
+    "counter": build_counter(),
 }
