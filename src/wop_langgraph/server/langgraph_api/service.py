@@ -27,7 +27,7 @@ from wop_langgraph.host.validation import require_storable
 from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import unproject_id
 from wop_langgraph.server.langgraph_api.errors import PendingInterrupts, RunBusy, ThreadBusy, Unsupported
-from wop_langgraph.server.langgraph_api.resume import answers
+from wop_langgraph.server.langgraph_api.resume import answers, approval_resume
 from wop_langgraph.server.langgraph_api.shapes import (
     assistant_uuid,
     interrupt_doc,
@@ -379,7 +379,12 @@ class LangGraphService:
                 row.run_id, reason="ended by command.goto __end__", principal=principal, wait=False
             )
         elif "resume" in command:
-            for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"]):
+            # Every value is translated (and a bad one refused) before the first is applied.
+            resolves = [
+                (record, approval_resume(record, value))
+                for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"])
+            ]
+            for record, value in resolves:
                 self.host.resolve(row.run_id, record.node_id, value, principal, key=record.key, wait=False)
         else:
             raise ValidationError("command needs resume or goto", details={"field": "command"})
