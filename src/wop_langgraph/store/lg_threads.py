@@ -43,6 +43,7 @@ __all__ = [
     "create_tables",
     "delete_thread",
     "get_thread",
+    "hide_thread_run",
     "insert_thread",
     "insert_thread_run",
     "move_thread",
@@ -88,6 +89,17 @@ thread_runs_table = Table(
     Column("multitask_strategy", String(16), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Index("ix_wop_lg_thread_runs_thread", "thread_id", "created_at"),
+)
+
+#: Runs deleted through ``DELETE /threads/{id}/runs/{run}``: hidden from the LangGraph API's run
+#: routes, while the OpenWOP run, its event log and the thread's checkpoints stay (the audit
+#: trail is never deleted). Who deleted it and when is kept here.
+deleted_runs_table = Table(
+    "wop_lg_deleted_runs",
+    _metadata,
+    Column("run_id", String(ID_LENGTH), primary_key=True),
+    Column("deleted_by", String(ID_LENGTH), nullable=False),
+    Column("deleted_at", DateTime(timezone=True), nullable=False),
 )
 
 
@@ -236,6 +248,8 @@ def touch_thread(
 
 def delete_thread(conn: Connection, thread_id: str) -> None:
     """Forget the thread and its list of runs (the OpenWOP runs and their logs stay)."""
+    listed = select(thread_runs_table.c.run_id).where(thread_runs_table.c.thread_id == thread_id)
+    conn.execute(deleted_runs_table.delete().where(deleted_runs_table.c.run_id.in_(listed)))
     conn.execute(thread_runs_table.delete().where(thread_runs_table.c.thread_id == thread_id))
     conn.execute(threads_table.delete().where(threads_table.c.thread_id == thread_id))
 
@@ -278,6 +292,19 @@ def _run_query() -> Any:
     ).select_from(tr.join(r, r.c.run_id == tr.c.run_id))
 
 
+def _listed() -> Any:
+    """Runs not deleted through the LangGraph API."""
+    return thread_runs_table.c.run_id.not_in(select(deleted_runs_table.c.run_id))
+
+
+def hide_thread_run(conn: Connection, run_id: str, *, deleted_by: str, now: datetime) -> bool:
+    """Hide a run from the LangGraph API's run routes (its OpenWOP record stays); whether it was listed."""
+    if conn.execute(select(deleted_runs_table.c.run_id).where(deleted_runs_table.c.run_id == run_id)).first():
+        return False
+    conn.execute(deleted_runs_table.insert().values(run_id=run_id, deleted_by=deleted_by, deleted_at=now))
+    return True
+
+
 def _thread_run(row: Any) -> ThreadRunRow:
     return ThreadRunRow(
         row.run_id,
@@ -292,20 +319,24 @@ def _thread_run(row: Any) -> ThreadRunRow:
     )
 
 
-def runs_of_thread(conn: Connection, thread_id: str) -> list[ThreadRunRow]:
-    """The thread's OpenWOP runs, newest first."""
+def runs_of_thread(conn: Connection, thread_id: str, *, listed_only: bool = False) -> list[ThreadRunRow]:
+    """The thread's OpenWOP runs, newest first; ``listed_only``: without the deleted ones (the
+    thread's history still reads every run's checkpoints)."""
+    query = _run_query().where(thread_runs_table.c.thread_id == thread_id)
+    if listed_only:
+        query = query.where(_listed())
     rows = conn.execute(
-        _run_query()
-        .where(thread_runs_table.c.thread_id == thread_id)
-        .order_by(thread_runs_table.c.created_at.desc(), thread_runs_table.c.run_id.desc())
+        query.order_by(thread_runs_table.c.created_at.desc(), thread_runs_table.c.run_id.desc())
     ).all()
     return [_thread_run(row) for row in rows]
 
 
 def thread_run(conn: Connection, thread_id: str, run_id: str) -> ThreadRunRow | None:
-    """Run ``run_id`` of ``thread_id``, or ``None``."""
+    """Run ``run_id`` of ``thread_id`` (not deleted through the LangGraph API), or ``None``."""
     row = conn.execute(
-        _run_query().where(thread_runs_table.c.thread_id == thread_id, thread_runs_table.c.run_id == run_id)
+        _run_query().where(
+            thread_runs_table.c.thread_id == thread_id, thread_runs_table.c.run_id == run_id, _listed()
+        )
     ).first()
     return None if row is None else _thread_run(row)
 

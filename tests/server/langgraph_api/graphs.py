@@ -9,6 +9,8 @@
 * ``two-questions``: two parallel nodes, each a plain ``interrupt()``: two pending at once.
 * ``slow``: an async node that sleeps, for busy threads and cancel.
 * ``broken``: a node that raises, for a failed run.
+* ``publish-gate``: an OpenWOP ``request_approval`` gate (accept, reject, edit-accept) on a draft.
+* ``counter``: ``n`` counted up by two steps, the second a little slow: a stream to cut between them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from wop_langgraph.examples import agent_inbox
+from wop_langgraph.nodes import request_approval
 
 EMAIL = {"to": "ops@example.com", "subject": "Release"}
 FILE = {"path": "/tmp/old.log"}
@@ -142,10 +145,61 @@ def build_broken() -> Any:
     return graph.compile()
 
 
+class Draft(TypedDict, total=False):
+    draft: str
+    published: str
+    feedback: str
+
+
+def _publish(state: Draft) -> dict[str, Any]:
+    decision = request_approval(
+        "doc-1",
+        "text",
+        "Publish the draft?",
+        actions=("accept", "reject", "edit-accept"),
+        artifact_data=state.get("draft", ""),
+    )
+    published = decision.edited_artifact_data if decision.action == "edit-accept" else state.get("draft")
+    return {"published": str(published), "feedback": decision.feedback or ""}
+
+
+def build_publish_gate() -> Any:
+    graph = StateGraph(Draft)
+    graph.add_node("publish", _publish)
+    graph.add_edge(START, "publish")
+    graph.add_edge("publish", END)
+    return graph.compile()
+
+
+class Counter(TypedDict):
+    n: int
+
+
+def _count(state: Counter) -> dict[str, Any]:
+    return {"n": state["n"] + 1}
+
+
+async def _count_slowly(state: Counter) -> dict[str, Any]:
+    await asyncio.sleep(1.5)
+    return {"n": state["n"] + 1}
+
+
+def build_counter() -> Any:
+    graph = StateGraph(Counter)
+    graph.add_node("count", _count)
+    graph.add_node("count_slowly", _count_slowly)
+    graph.add_edge(START, "count")
+    graph.add_edge("count", "count_slowly")
+    graph.add_edge("count_slowly", END)
+    return graph.compile()
+
+
 WORKFLOWS: dict[str, Any] = {
     "chat-agent": build_chat_agent(),
     agent_inbox.WORKFLOW_ID: agent_inbox.build_graph(),
     "two-questions": build_two_questions(),
     "slow": build_slow(),
     "broken": build_broken(),
+    "counter": build_counter(),
+    "publish-gate": build_publish_gate(),
 }

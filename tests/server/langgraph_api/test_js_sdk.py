@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.server.langgraph_api.graphs import EMAIL
+from tests.server.langgraph_api.test_stream_reconnect import relay
 from wop_langgraph.server.langgraph_api.shapes import assistant_uuid
 
 SCRIPTS = Path(__file__).parent / "js"
@@ -23,7 +24,7 @@ def js_sdk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("the JavaScript SDK test needs node and npm")
     folder = tmp_path_factory.mktemp("js-sdk")
-    for name in ("package.json", "chat_flow.mjs"):
+    for name in ("package.json", "chat_flow.mjs", "reconnect.mjs"):
         shutil.copy(SCRIPTS / name, folder / name)
     installed = subprocess.run(
         ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
@@ -60,3 +61,21 @@ def test_the_chat_ui_flow_through_the_js_sdk(base: str, js_sdk: Path) -> None:
     assert "keep the log" in out["tools"]["delete_file"] and "EXECUTED" not in out["tools"]["delete_file"]
     assert out["status"] == "idle" and out["metadata"]["assistant_id"] == assistant_uuid("chat-agent")
     assert out["threadId"] in out["searched"] and out["history"] == 2
+
+
+def test_the_js_sdk_resumes_a_cut_stream_from_location(base: str, js_sdk: Path) -> None:
+    """``streamWithRetry`` reconnects to the stream's ``Location`` with ``Last-Event-ID``."""
+    with relay(base) as cutting:
+        done = subprocess.run(
+            ["node", "reconnect.mjs", f"{cutting.url}/langgraph", "alice-key"],
+            cwd=js_sdk,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert cutting.cuts == 1
+    reconnects = [r for r in cutting.requests if r.startswith(b"GET ") and b"/stream" in r.split(b"\r\n")[0]]
+    assert len(reconnects) == 1 and b"last-event-id: " in reconnects[0].lower()
+    assert out["values"] == [{"n": 0}, {"n": 1}, {"n": 2}]  # every step once, across the cut

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wop_langgraph.protocol.errors import WopError
 
-__all__ = ["PendingInterrupts", "ThreadBusy", "Unsupported"]
+__all__ = ["PendingInterrupts", "RunBusy", "ThreadBusy", "Unsupported"]
 
 
 class ThreadBusy(WopError):
@@ -29,3 +29,11 @@ class Unsupported(WopError):
     code = "wop-langgraph.unsupported"
     status = 422
     retryable = False
+
+
+class RunBusy(WopError):
+    """A run that has not ended was asked to be deleted (cancel it first)."""
+
+    code = "wop-langgraph.run_busy"
+    status = 409
+    retryable = True

@@ -1,7 +1,12 @@
 """Runs of a thread: create (background, stream, wait), read, list, join, cancel; stateless runs.
 
 Each creating response carries ``Content-Location: <prefix>/threads/{thread_id}/runs/{run_id}``,
-which the SDKs read for the run's id. A ``command.resume`` needs the ``approvals:respond``
+which the SDKs read for the run's id; a creating stream also carries ``Location:
+/threads/{thread_id}/runs/{run_id}/stream?stream_mode=...``, where both SDKs reconnect (with
+``Last-Event-ID``) when the stream breaks. ``Location`` is relative to the API's base URL, without
+the mount prefix, because both SDKs append it to their base URL (``/langgraph``) rather than
+resolve it against the origin; it names the stream's modes, so the reconnect streams what the
+run was started with. A ``command.resume`` needs the ``approvals:respond``
 scope (it is a decision, recorded with the key's principal); new input needs ``runs:create``.
 """
 
@@ -10,6 +15,7 @@ from __future__ import annotations
 import re
 import uuid
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
@@ -49,6 +55,11 @@ def _location(request: Request, started: Started) -> dict[str, str]:
     return {"Content-Location": f"{prefix}/threads/{started.thread_id}/runs/{project_id(started.run_id)}"}
 
 
+def _reconnect(started: Started, modes: list[str]) -> dict[str, str]:
+    path = f"/threads/{started.thread_id}/runs/{project_id(started.run_id)}/stream"
+    return {"Location": f"{path}?{urlencode([('stream_mode', m) for m in modes])}"}
+
+
 async def _start(
     request: Request, principal: Principal, thread_id: str | None
 ) -> tuple[Started, dict[str, Any]]:
@@ -83,6 +94,7 @@ async def _stream(request: Request, principal: Principal, thread_id: str | None)
     try:
         started, body = await _start(request, principal, thread_id)
         service = service_of(request)
+        modes = stream_modes(body.get("stream_mode"))
         return SlotStreamingResponse(
             slot,
             frames(
@@ -91,11 +103,16 @@ async def _stream(request: Request, principal: Principal, thread_id: str | None)
                 service,
                 principal,
                 started,
-                stream_modes(body.get("stream_mode")),
+                modes,
                 cancel_on_disconnect=body.get("on_disconnect") == "cancel",
             ),
             media_type="text/event-stream",
-            headers={**_location(request, started), "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            headers={
+                **_location(request, started),
+                **_reconnect(started, modes),
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            },
         )
     except BaseException:
         slot.release()
@@ -193,3 +210,11 @@ async def cancel_run(thread_id: str, run_id: str, request: Request, principal: C
         row = await run_in_threadpool(service.run, principal, thread_id, run_id)
         await wait_until_resting(state_of(request), service, _started(row))
     return Response(status_code=202)
+
+
+@router.delete("/threads/{thread_id}/runs/{run_id}")
+async def delete_run(thread_id: str, run_id: str, request: Request, principal: Canceller) -> Response:
+    """Delete an ended run from the thread's runs (``409`` while it has not ended); its OpenWOP
+    run and event log stay."""
+    await changing(request, service_of(request).delete_run, principal, thread_id, run_id)
+    return Response(status_code=204)

@@ -26,8 +26,8 @@ from wop_langgraph.host.driver import jsonable
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import unproject_id
-from wop_langgraph.server.langgraph_api.errors import PendingInterrupts, ThreadBusy, Unsupported
-from wop_langgraph.server.langgraph_api.resume import answers
+from wop_langgraph.server.langgraph_api.errors import PendingInterrupts, RunBusy, ThreadBusy, Unsupported
+from wop_langgraph.server.langgraph_api.resume import answers, approval_resume
 from wop_langgraph.server.langgraph_api.shapes import (
     assistant_uuid,
     interrupt_doc,
@@ -41,6 +41,7 @@ from wop_langgraph.store.lg_threads import (
     ThreadRunRow,
     delete_thread,
     get_thread,
+    hide_thread_run,
     insert_thread,
     insert_thread_run,
     move_thread,
@@ -289,7 +290,30 @@ class LangGraphService:
     def runs(self, principal: Principal, thread_id: str) -> list[ThreadRunRow]:
         self.thread(principal, thread_id)
         with reading(self.host.engine) as conn:
-            return runs_of_thread(conn, thread_id)
+            return runs_of_thread(conn, thread_id, listed_only=True)
+
+    def delete_run(self, principal: Principal, thread_id: str, wire_run_id: str) -> None:
+        """``DELETE /threads/{id}/runs/{run}``: hide an ended run from the thread's run routes.
+
+        Only an ended run (completed, failed, cancelled) can be deleted: a pending, running or
+        waiting one is ``409`` (cancel it first), since a waiting run is the one a resume
+        continues. The OpenWOP run, its event log (the audit trail) and the thread's checkpoints
+        are kept; the run is gone from ``runs.list`` / ``runs.get`` / ``join`` / ``stream``.
+
+        Raises:
+            NotFound: no such run (or it was deleted already).
+            RunBusy: the run has not ended.
+        """
+        run = self.run(principal, thread_id, wire_run_id)
+        if run.status not in _TERMINAL:  # an ended run never starts again: no race with the hide
+            raise RunBusy(
+                f"run {wire_run_id!r} has not ended ({run.status}): cancel it before deleting it",
+                details={"run_id": wire_run_id, "status": run.status},
+            )
+        with self.host.engine.begin() as conn:
+            hidden = hide_thread_run(conn, run.run_id, deleted_by=principal.subject_id, now=self.host.clock())
+        if not hidden:
+            raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}")
 
     def run(self, principal: Principal, thread_id: str, wire_run_id: str) -> ThreadRunRow:
         """One run of the caller's thread, by its id in path form.
@@ -355,7 +379,12 @@ class LangGraphService:
                 row.run_id, reason="ended by command.goto __end__", principal=principal, wait=False
             )
         elif "resume" in command:
-            for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"]):
+            # Every value is translated (and a bad one refused) before the first is applied.
+            resolves = [
+                (record, approval_resume(record, value))
+                for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"])
+            ]
+            for record, value in resolves:
                 self.host.resolve(row.run_id, record.node_id, value, principal, key=record.key, wait=False)
         else:
             raise ValidationError("command needs resume or goto", details={"field": "command"})
