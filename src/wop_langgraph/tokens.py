@@ -345,12 +345,21 @@ def require_intent(claims: TokenClaims, intent: Intent) -> None:
         )
 
 
-def _decode_payload(payload: str, kid: str) -> TokenClaims:
+def _decode_json(payload: str) -> Any:
+    """The JSON a base64url payload holds (duplicate members refused).
+
+    Raises:
+        InterruptTokenInvalid: not base64url-encoded JSON.
+    """
     try:
         raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
-        body = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     except (binascii.Error, ValueError, RecursionError) as exc:
         raise _invalid("payload", "the token's payload is not base64url-encoded JSON") from exc
+
+
+def _decode_payload(payload: str, kid: str) -> TokenClaims:
+    body = _decode_json(payload)
     if not isinstance(body, dict) or not _PAYLOAD_MEMBERS <= body.keys() <= _ALL_MEMBERS:
         raise _invalid("payload", "the token's payload does not have exactly the expected members")
     run_id, node_id, interrupt_id = body["runId"], body["nodeId"], body["interruptId"]
