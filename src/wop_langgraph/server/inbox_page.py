@@ -1,4 +1,4 @@
-"""A reviewer's inbox: ``GET /inbox/{token}`` lists what waits for one approver, as plain HTML.
+"""A reviewer's inbox: ``GET /inbox/{inboxToken}`` lists what waits for one approver, as plain HTML.
 
 The token is a signed inbox link (:mod:`wop_langgraph.inbox_tokens`): it names an approver and
 their tenant, and only lists. The page shows that approver's pending interrupts exactly as
@@ -49,13 +49,14 @@ _FAILURES: Final = {
 }
 
 
-@router.get("/inbox/{token}", response_class=HTMLResponse)
+@router.get("/inbox/{inboxToken}", response_class=HTMLResponse)
 def inbox(
-    token: str,
+    inboxToken: str,
     state: State,
-    cursor: Annotated[str | None, Query(max_length=256)] = None,
+    cursor: Annotated[str | None, Query(description="The 'More requests' link's cursor.")] = None,
 ) -> HTMLResponse:
     """The approver's pending interrupts, each with its own review link; or why the link is refused."""
+    token = inboxToken
     now = state.host.clock()
     try:
         claims = verify_inbox(state.signing_keys, token, now=now)
