@@ -37,7 +37,7 @@ def _create(client: httpx.Client, workflow_id: str, headers: dict[str, str]) -> 
 
 
 def _inbox_url(client: httpx.Client, headers: dict[str, str]) -> str:
-    minted = client.post("/inbox/links", headers=headers)
+    minted = client.post("/inbox-links", headers=headers)
     assert minted.status_code == 201, minted.text
     body = minted.json()
     assert body["url"] == f"{client.base_url}/inbox/{body['token']}"
@@ -146,4 +146,4 @@ def test_an_inbox_link_answers_nothing_and_bad_links_get_a_clear_page(db_url: st
         assert page.status_code == 400 and "not valid" in page.text
 
         # Minting needs a credential that may answer.
-        assert client.post("/inbox/links").status_code == 401
+        assert client.post("/inbox-links").status_code == 401

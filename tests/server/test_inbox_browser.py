@@ -58,7 +58,7 @@ def test_inbox_page_lists_and_opens_each_request(page: Page, tmp_path: Path) -> 
             runs.append(str(created.json()["runId"]))
             with httpx.Client(base_url=base, headers=ALICE, timeout=60) as reader:
                 rested(reader, runs[-1])
-        url = client.post("/inbox/links", headers=ALICE).json()["url"]
+        url = client.post("/inbox-links", headers=ALICE).json()["url"]
 
         page.goto(url)
         assert page.title() == "Your requests"

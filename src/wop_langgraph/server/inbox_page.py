@@ -4,7 +4,7 @@ The token is a signed inbox link (:mod:`wop_langgraph.inbox_tokens`): it names a
 their tenant, and only lists. The page shows that approver's pending interrupts exactly as
 ``GET /interrupts`` would for them (their tenant only, approver lists applied, no second vote,
 no passed deadline), oldest first, each with a fresh review link minted for them (view-only for
-a gate only a signed-in reviewer may answer); a "more" link pages on. ``POST /inbox/links`` mints
+a gate only a signed-in reviewer may answer); a "more" link pages on. ``POST /inbox-links`` mints
 the caller's own inbox link (how a notification or an application hands it out). An expired or
 forged link gets a page saying so in a reviewer's words. Works without JavaScript.
 """
@@ -120,7 +120,7 @@ def _row(state: ServerState, item: PendingItem, subject: str) -> str | None:
     )
 
 
-@router.post("/inbox/links", status_code=201)
+@router.post("/inbox-links", status_code=201)
 def mint_inbox_link(
     state: State, principal: Annotated[Principal, Depends(require_scopes("approvals:respond"))]
 ) -> dict[str, Any]:
