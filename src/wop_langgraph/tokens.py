@@ -457,6 +457,19 @@ def _decode_json_payload(text: str, kid: str) -> TokenClaims:
     return TokenClaims(run_id, node_id, interrupt_id, expires_at, cast(Intent, intent), kid, nonce, approver)
 
 
+def _decode_json(payload: str) -> Any:
+    """The JSON a base64url payload holds (duplicate members refused).
+
+    Raises:
+        InterruptTokenInvalid: not base64url-encoded JSON.
+    """
+    try:
+        raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except (binascii.Error, ValueError, RecursionError) as exc:
+        raise _invalid("payload", "the token's payload is not base64url-encoded JSON") from exc
+
+
 def _expires_at(text: str) -> datetime:
     """``expiresAt`` (already matched by :data:`_EXPIRES_AT`) as an aware datetime."""
     try:

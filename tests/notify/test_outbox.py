@@ -26,6 +26,7 @@ from tests.notify.graphs import failing_beside_gate_graph, gate_graph
 from wop_langgraph._clock import as_utc
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.principal import Membership
+from wop_langgraph.inbox_tokens import verify_inbox
 from wop_langgraph.notify import (
     Directory,
     EmailChannel,
@@ -37,6 +38,7 @@ from wop_langgraph.notify import (
 from wop_langgraph.notify.outbox import claim_due
 from wop_langgraph.notify.table import notifications_table
 from wop_langgraph.protocol.egress import AllowList
+from wop_langgraph.protocol.errors import InterruptTokenInvalid
 from wop_langgraph.store.run_tables import interrupts_table
 from wop_langgraph.tokens import SigningKeys, verify
 
@@ -45,6 +47,7 @@ KEYS = SigningKeys({"k1": "notify-secret-0123456789abcdef"})
 PUBLIC = "https://wop.example.test"
 OWNER = Principal(tenant="acme", subject_id="owner")
 LINK = re.compile(r"https://wop\.example\.test/interrupts/(ow2\.[A-Za-z0-9._~-]+)")
+INBOX = re.compile(r"https://wop\.example\.test/inbox/(owi1\.[A-Za-z0-9._~-]+)")
 
 
 @pytest.fixture
@@ -115,6 +118,23 @@ def test_email_carries_a_personal_link_planned_in_the_interrupt_transaction(
     )
     assert notes.notifications(run_id)[0].state == "sent"
     assert notes.deliver_due() == 0  # sent once
+
+
+def test_email_carries_the_recipients_inbox_link(host: WopHost, smtp: Smtp, clock: Clock) -> None:
+    notes = notifier(smtp, host)
+    run(host, "one", approvers=["alice", "bob"], timeout=3600)
+    assert notes.deliver_due() == 2
+    for name in ("alice", "bob"):
+        (mail,) = smtp.mailbox.to(f"{name}@example.test")
+        text, html = body_text(mail), body_html(mail)
+        (inbox,) = INBOX.findall(text)
+        assert "Everything waiting for you:" in text
+        assert f'href="{PUBLIC}/inbox/{inbox}"' in html and "See everything waiting for you" in html
+        claims = verify_inbox(KEYS, inbox, now=clock())
+        assert (claims.tenant, claims.subject) == ("acme", name)
+        assert claims.expires_at == clock() + NotifyPolicy().inbox_ttl
+        with pytest.raises(InterruptTokenInvalid):  # it lists; it never answers
+            verify(KEYS, inbox, now=clock())
 
 
 def test_quorum_of_two_gets_two_distinct_links_and_group_members_are_told(

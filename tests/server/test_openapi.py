@@ -13,6 +13,7 @@ from tests.server.graphs import WORKFLOWS
 from wop_langgraph.server import (
     discovery,
     html,
+    inbox_page,
     routes_events,
     routes_fork,
     routes_interrupts,
@@ -42,6 +43,7 @@ async def test_every_route_and_method_is_documented(client: httpx.AsyncClient) -
         routes_events,
         routes_interrupts,
         html,
+        inbox_page,
     )
     served = {
         (route.path, method.lower())

@@ -42,12 +42,20 @@ class Question:
 QUESTIONS: Final = (
     Question(
         "order",
-        "Which order is this about? (e.g. A-1042)",
+        "Which order is this about?",
         {
             "type": "object",
             "additionalProperties": False,
             "required": ["orderId"],
-            "properties": {"orderId": {"type": "string", "pattern": "^A-[0-9]{4}$"}},
+            "properties": {
+                "orderId": {
+                    "title": "Order id",
+                    "description": "The id on your receipt",
+                    "type": "string",
+                    "pattern": "^A-[0-9]{4}$",
+                    "examples": ["A-1042"],
+                }
+            },
         },
     ),
     Question(
@@ -58,8 +66,8 @@ QUESTIONS: Final = (
             "additionalProperties": False,
             "required": ["problem"],
             "properties": {
-                "problem": {"enum": ["damaged", "late", "wrong-item", "other"]},
-                "details": {"type": "string", "maxLength": 500},
+                "problem": {"title": "Problem", "enum": ["damaged", "late", "wrong-item", "other"]},
+                "details": {"title": "Details", "type": "string", "maxLength": 500},
             },
         },
     ),
@@ -70,7 +78,7 @@ QUESTIONS: Final = (
             "type": "object",
             "additionalProperties": False,
             "required": ["remedy"],
-            "properties": {"remedy": {"enum": ["refund", "replacement"]}},
+            "properties": {"remedy": {"title": "Remedy", "enum": ["refund", "replacement"]}},
         },
     ),
 )

@@ -9,6 +9,7 @@ host). Serve the chat workflow with conversations enabled, then start the app::
         --db sqlite:///chat.db --port 8001
 
     python -m wop_langgraph.examples.chat_app --api-key demo-key   # --server http://127.0.0.1:8001
+    python -m wop_langgraph.examples.chat_app --api-key demo-key --run RUN_ID   # continue one
 
 Both need the ``chat`` extra (the server and ``openwop-client``). The chat server uses port 8001 so
 it can run beside the review server's default 8000.
@@ -25,9 +26,14 @@ Answers are turned into the outcome object as follows (see :func:`parse_answer`)
   ``{"problem": "late"}``) as a string; a schema that does not require exactly one property
   needs a JSON answer.
 
-A refused answer (``400 validation_error``: it fails the turn's ``outcomeSchema``) prints the
-server's message and the same question is asked again; the run is unchanged. End of input
-(Ctrl-D) stops the app and leaves the run waiting.
+Each question says up front what it takes, from the turn's ``outcomeSchema`` (choices of an
+``enum``, the form of a ``pattern`` by its ``examples``). A refused answer (``400
+validation_error``: it fails the turn's ``outcomeSchema``) is explained in the same words, naming
+the field by its ``title`` (``“Order id”: “A-7” is not accepted; enter text in the form
+A-1042.``), and the same question is asked again; the run is unchanged. End of input (Ctrl-D)
+stops the app and leaves the run waiting; ``--run RUN_ID`` picks it up again where it waits. Run
+statuses are shown in words (a waiting turn is ``waiting-approval`` on the wire, as OpenWOP's
+status table says for ``conversation.*`` interrupts: "waiting for your answer" here).
 
 ``ask`` and ``say`` are injectable, so :class:`ChatApp` can be driven without a terminal.
 """
@@ -44,11 +50,22 @@ from typing import TYPE_CHECKING, Any, Final
 
 from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
 from wop_langgraph.examples.chat import WORKFLOW_ID, build_chat_graph
+from wop_langgraph.server.review.reasons import allowed, refused
 
 if TYPE_CHECKING:
     from openwop_client import OpenwopClient  # type: ignore[import-untyped,unused-ignore]
 
-__all__ = ["DEFAULT_SERVER", "WORKFLOWS", "ChatApp", "PendingExchange", "main", "parse_answer"]
+__all__ = [
+    "DEFAULT_SERVER",
+    "WORKFLOWS",
+    "ChatApp",
+    "PendingExchange",
+    "expected",
+    "explain_refusal",
+    "main",
+    "parse_answer",
+    "status_words",
+]
 
 WORKFLOWS: Final = {WORKFLOW_ID: build_chat_graph()}
 """The target ``wop-langgraph serve wop_langgraph.examples.chat_app:WORKFLOWS --conversations``."""
@@ -57,6 +74,95 @@ EXCHANGE: Final = "conversation.exchange"
 
 DEFAULT_SERVER: Final = "http://127.0.0.1:8001"
 """Where the chat server listens by default (the review server's default is port 8000)."""
+
+_STATUS_WORDS: Final = {
+    "pending": "starting",
+    "running": "working",
+    "paused": "paused",
+    "waiting-approval": "waiting for your answer",
+    "waiting-input": "waiting for your answer",
+    "waiting-external": "waiting for something outside this chat",
+    "completed": "finished",
+    "failed": "stopped by an error",
+    "cancelling": "being cancelled",
+    "cancelled": "cancelled",
+}
+
+
+def status_words(status: str) -> str:
+    """A run status as a person reads it (``waiting-approval``: ``waiting for your answer``)."""
+    return _STATUS_WORDS.get(status, status)
+
+
+def _label(name: str, schema: dict[str, Any]) -> str:
+    """A property's ``title``, else its name in words (``orderId``: ``Order id``)."""
+    title = schema.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    words = "".join(f" {c.lower()}" if c.isupper() else c for c in name).replace("_", " ").replace("-", " ")
+    return words.strip().capitalize() or name
+
+
+def _properties(outcome_schema: dict[str, Any]) -> dict[str, Any]:
+    properties = outcome_schema.get("properties")
+    return properties if isinstance(properties, dict) else {}
+
+
+def _single_field(outcome_schema: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    required = outcome_schema.get("required") or []
+    if len(required) != 1:
+        return None
+    prop = _properties(outcome_schema).get(required[0])
+    return str(required[0]), prop if isinstance(prop, dict) else {}
+
+
+def expected(outcome_schema: dict[str, Any]) -> str | None:
+    """What a plain answer should be, said before the first try (``Answer with one of refund or
+    replacement.``), or ``None`` when the schema says nothing a person could use."""
+    field = _single_field(outcome_schema)
+    if field is None:
+        return None
+    what = allowed(field[1])
+    if what in ("an answer", "text"):
+        return None
+    description = field[1].get("description")
+    hint = (
+        f"{description.strip().rstrip('.')}: " if isinstance(description, str) and description.strip() else ""
+    )
+    return f"{hint}answer with {what}." if hint else f"Answer with {what}."
+
+
+def explain_refusal(
+    details: dict[str, Any] | None, outcome: dict[str, Any], outcome_schema: dict[str, Any]
+) -> str:
+    """Why the server refused ``outcome``, in a person's words, from its ``details`` and the schema.
+
+    ``details`` is the ``validation_error`` envelope's: ``path`` (a JSON pointer into the
+    outcome), ``rule`` (the failing keyword) and ``errors``; the field is named by its title.
+    """
+    details = details or {}
+    path = str(details.get("path") or "")
+    rule = str(details.get("rule") or "")
+    listed = details.get("errors")
+    message = (
+        str(listed[0].get("message", ""))
+        if isinstance(listed, list) and listed and isinstance(listed[0], dict)
+        else ""
+    )
+    properties = _properties(outcome_schema)
+    name = path.strip("/").split("/")[0].replace("~1", "/").replace("~0", "~") if path.strip("/") else ""
+    if rule == "required" or not name:
+        missing = [str(r) for r in outcome_schema.get("required") or [] if r not in outcome]
+        if missing:
+            prop = properties.get(missing[0]) or {}
+            return f"“{_label(missing[0], prop)}” is missing: please give {allowed(prop)}."
+        if rule == "additionalProperties" or outcome.keys() - properties.keys():
+            known = ", ".join(f"“{_label(k, v)}”" for k, v in properties.items())
+            return f"That answer has something this question does not ask for; it asks for {known}."
+        return f"That answer is not accepted ({message or rule or 'no reason given'})."
+    prop = properties.get(name)
+    prop = prop if isinstance(prop, dict) else {}
+    return refused(_label(name, prop), prop, outcome.get(name), rule, message)
 
 
 @dataclass(frozen=True)
@@ -125,16 +231,23 @@ class ChatApp:
         self._pending: dict[str, PendingExchange] = {}
         self._outputs: dict[str, Any] | None = None
 
-    def run(self) -> dict[str, Any] | None:
-        """Create the run and converse until it ends; the run's outputs, or ``None`` if it did not
-        complete (failed, cancelled, or the user stopped)."""
+    def run(self, run_id: str | None = None) -> dict[str, Any] | None:
+        """Create a run (or continue ``run_id``) and converse until it ends; the run's outputs, or
+        ``None`` if it did not complete (failed, cancelled, or the user stopped).
+
+        Continuing reads the run's events from the start, so the turn it waits at is asked again.
+        """
         from openwop_client.types import CreateRunRequest  # type: ignore[import-untyped,unused-ignore]
 
-        created = self.client.runs_create(
-            CreateRunRequest(workflowId=self.workflow_id, inputs={}), idempotency_key=str(uuid.uuid4())
-        )
-        self.run_id = created.runId
-        self.say(f"[run {created.runId} started]")
+        if run_id is None:
+            created = self.client.runs_create(
+                CreateRunRequest(workflowId=self.workflow_id, inputs={}), idempotency_key=str(uuid.uuid4())
+            )
+            self.run_id = created.runId
+            self.say(f"[run {created.runId} started]")
+        else:
+            self.run_id = run_id
+            self.say(f"[continuing run {run_id}: {status_words(self.client.runs_get(run_id).status)}]")
         while True:
             status, terminal = self._poll()
             if terminal:
@@ -143,7 +256,10 @@ class ChatApp:
             if pending is None:
                 continue  # still working: poll again
             if not self._converse(pending):
-                self.say(f"[stopped; run {self.run_id} is still waiting]")
+                self.say(
+                    f"[stopped; run {self.run_id} is still waiting for your answer: "
+                    f"continue it with --run {self.run_id}]"
+                )
                 return None
 
     def _poll(self) -> tuple[str, bool]:
@@ -179,9 +295,11 @@ class ChatApp:
         from openwop_client.types import ResolveInterruptRequest  # type: ignore[import-untyped,unused-ignore]
 
         assert self.run_id is not None
+        hint = expected(pending.outcome_schema)
+        question = f"{pending.prompt}\n({hint})" if hint else pending.prompt
         while True:
             try:
-                text = self.ask(f"{pending.prompt}\n> ")
+                text = self.ask(f"{question}\n> ")
             except EOFError:
                 return False
             try:
@@ -199,7 +317,8 @@ class ChatApp:
             except WopError as exc:
                 code = exc.envelope.error if exc.envelope is not None else None
                 if exc.status == 400 and code == "validation_error":
-                    self.say(f"! {exc.envelope.message if exc.envelope else exc}")
+                    details = exc.envelope.details if exc.envelope is not None else None
+                    self.say(f"! {explain_refusal(details, outcome, pending.outcome_schema)}")
                     continue
                 if exc.status == 409 and code == "interrupt_already_resolved":
                     self.say("[this turn was already answered]")
@@ -214,7 +333,7 @@ class ChatApp:
             assert self.run_id is not None
             error = self.client.runs_get(self.run_id).error
             detail = f": {error.code}: {error.message}" if error is not None else ""
-            self.say(f"[run ended {status}{detail}]")
+            self.say(f"[run ended: {status_words(status)}{detail}]")
             return None
         summary = self._outputs.get("summary")
         if summary is not None:
@@ -224,7 +343,7 @@ class ChatApp:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m wop_langgraph.examples.chat_app --server URL --api-key KEY``."""
+    """``python -m wop_langgraph.examples.chat_app --server URL --api-key KEY [--run RUN_ID]``."""
     parser = argparse.ArgumentParser(
         prog="python -m wop_langgraph.examples.chat_app",
         description="Chat with the order-problem workflow on a wop-langgraph server.",
@@ -236,6 +355,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--api-key", required=True, help="an API key with runs:create, runs:read, approvals:respond"
     )
     parser.add_argument("--workflow", default=WORKFLOW_ID, help=f"workflow id (default {WORKFLOW_ID})")
+    parser.add_argument(
+        "--run", metavar="RUN_ID", help="continue this run where it waits, instead of a new one"
+    )
     args = parser.parse_args(argv)
     problem = missing_extra("chat", "python -m wop_langgraph.examples.chat_app")
     if problem:
@@ -245,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     app = ChatApp(OpenwopClient(args.server, args.api_key), ask=input, workflow_id=args.workflow)
     try:
-        return 0 if app.run() is not None else 1
+        return 0 if app.run(args.run) is not None else 1
     except WopError as exc:
         print(f"chat_app: the server refused: {exc}", file=sys.stderr)
         return 1

@@ -129,8 +129,12 @@ class Dispatcher:
                 ref_kinds=self.s.ref_kinds,
                 membership=self.s.membership,
             )
+        inbox = None
+        if self.s.links is not None:
+            inbox = self.s.links.inbox(record, item.recipient, now=now, ttl=self.s.policy.inbox_ttl)
         return build_message(
             self.s.templates,
+            inbox=inbox,
             record=record,
             workflow_id=workflow_id,
             purpose=item.purpose,

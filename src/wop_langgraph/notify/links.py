@@ -1,5 +1,8 @@
 """Personal reviewer links: a token minted FOR one recipient, on the configured public URL.
 
+Each message also carries the recipient's inbox link (:meth:`LinkSigner.inbox`): the list of
+everything waiting for them, which can open each request's page but answers nothing itself.
+
 The link votes as the recipient (the token's ``approver``), so each reviewer of a quorum gets
 their own. A recipient the gate does not make eligible (an ``audience`` member who is only to
 be told) gets an inspect-only link. The lifetime never passes the interrupt's deadline.
@@ -15,6 +18,7 @@ from wop_langgraph._clock import as_utc
 from wop_langgraph.host.eligibility import bearer_only, check_eligible
 from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.principal import MembershipResolver, Principal
+from wop_langgraph.inbox_tokens import mint_inbox
 from wop_langgraph.protocol.errors import Forbidden
 from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.tokens import Intent, SigningKeys, is_approver, mint
@@ -68,3 +72,10 @@ class LinkSigner:
             approver=recipient,
         )
         return f"{self.public_url.rstrip('/')}/interrupts/{minted.token}"
+
+    def inbox(self, record: InterruptRecord, recipient: str, *, now: datetime, ttl: timedelta) -> str | None:
+        """The recipient's inbox link in the tenant of ``record``, or ``None`` for an unusable subject."""
+        if not is_approver(recipient):
+            return None
+        minted = mint_inbox(self.keys, tenant=tenant_of(record.run_id), subject=recipient, now=now, ttl=ttl)
+        return f"{self.public_url.rstrip('/')}/inbox/{minted.token}"

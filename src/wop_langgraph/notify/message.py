@@ -75,8 +75,9 @@ def build_message(
     recipient: str,
     link: str | None,
     deadline: datetime | None,
+    inbox: str | None = None,
 ) -> Message:
-    """The message for ``recipient`` about ``record``."""
+    """The message for ``recipient`` about ``record``; ``inbox`` is their inbox link, if any."""
     title, asked = _asked(record.payload)
     description = shorten(str((record.payload.get("data") or {}).get("description") or ""))
     heading = HEADINGS.get(purpose.split("-")[0], HEADINGS["request"])
@@ -101,6 +102,8 @@ def build_message(
         "link": link or "",
         "link_line": link_line,
         "recipient": recipient,
+        "inbox": inbox or "",
+        "inbox_line": f"Everything waiting for you: {inbox}" if inbox else "",
     }
     escaped = {name: html.escape(value) for name, value in values.items()}
     if link:
@@ -108,5 +111,8 @@ def build_message(
         escaped["link_html"] = f'<a href="{href}">Open your personal link to answer</a> (do not forward it)'
     else:
         escaped["link_html"] = html.escape(link_line)
-    subject, text, body = templates.render({**values, "link_html": ""}, escaped)
+    escaped["inbox_html"] = (
+        f'<a href="{html.escape(inbox, quote=True)}">See everything waiting for you</a>' if inbox else ""
+    )
+    subject, text, body = templates.render({**values, "link_html": "", "inbox_html": ""}, escaped)
     return Message(subject=subject, text=text, html=body, link=link)

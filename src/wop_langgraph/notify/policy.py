@@ -25,6 +25,7 @@ class NotifyPolicy:
         lease: how long a worker may take to send one notification before another may retry.
         link_ttl: lifetime of a personal link when the interrupt has no deadline (a deadline
             always caps it).
+        inbox_ttl: lifetime of the inbox link each message carries (it lists, never answers).
     """
 
     default_recipients: Mapping[str, Sequence[str]] = field(default_factory=dict)
@@ -34,6 +35,7 @@ class NotifyPolicy:
     backoff: timedelta = timedelta(seconds=30)
     lease: timedelta = timedelta(minutes=2)
     link_ttl: timedelta = timedelta(days=3)
+    inbox_ttl: timedelta = timedelta(days=7)
 
     def __post_init__(self) -> None:
         if any(not 0 < f < 1 for f in self.reminders):

@@ -3,7 +3,8 @@
 Placeholders: ``$heading``, ``$workflow``, ``$run_id``, ``$node_id``, ``$kind``, ``$title``,
 ``$description``, ``$asked`` (the artifact or the questions, shortened), ``$deadline``,
 ``$link`` (the recipient's personal link; empty when there is none), ``$link_line`` (a sentence
-with the link, or why there is none), ``$recipient``. In the HTML template every value is
+with the link, or why there is none), ``$inbox`` / ``$inbox_line`` (the recipient's inbox link,
+alone or in a sentence; empty without one), ``$recipient``. In the HTML template every value is
 already HTML-escaped. Unknown placeholders are left as written.
 """
 
@@ -31,6 +32,8 @@ Step: $node_id
 Deadline: $deadline
 
 $link_line
+
+$inbox_line
 """
 DEFAULT_HTML = """<!doctype html>
 <html><body style="font-family: sans-serif; max-width: 40em">
@@ -46,6 +49,7 @@ DEFAULT_HTML = """<!doctype html>
 <tr><td>Deadline</td><td>$deadline</td></tr>
 </table>
 <p>$link_html</p>
+<p>$inbox_html</p>
 </body></html>
 """
 

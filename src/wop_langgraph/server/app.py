@@ -10,6 +10,7 @@ from wop_langgraph.server import (
     discovery,
     docs_page,
     html,
+    inbox_page,
     routes_events,
     routes_fork,
     routes_interrupts,
@@ -77,6 +78,7 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
         routes_events,
         routes_interrupts,
         html,
+        inbox_page,
         docs_page,
     )
     for module in modules:

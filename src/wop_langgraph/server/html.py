@@ -28,7 +28,7 @@ from wop_langgraph.server.review.fields import Form, FormRefused, reviewer_messa
 from wop_langgraph.server.state import ServerState, server_state
 from wop_langgraph.server.token_actions import TokenReview, resolve_with_token, review_token
 
-__all__ = ["review_page", "router", "wants_html"]
+__all__ = ["html_page", "readable_time", "review_page", "router", "wants_html"]
 
 router = APIRouter()
 _MAX_FORM_BYTES: Final = 64 * 1024
@@ -61,6 +61,8 @@ _STYLE: Final = (
     "fieldset.item>legend{font-weight:600;padding:0 .3rem}fieldset.args{border:1px dashed #ccc;"
     "border-radius:6px;padding:.25rem .75rem}fieldset.args>legend{font-size:.92rem;color:#444}"
     "h3{font-size:1rem;margin:.75rem 0 .25rem}a.connect{font-weight:600}"
+    "ol.inbox{list-style:none;padding:0}li.item{border:1px solid #d8d8de;border-radius:8px;"
+    "padding:.25rem 1rem .5rem;margin:1rem 0}li.item h2{margin:.75rem 0 .5rem}a.open{font-weight:600}"
 )
 _FAILURES: Final[Mapping[str, tuple[str, str]]] = {
     "interrupt_token_invalid": (
@@ -113,7 +115,7 @@ async def submit_form(
     """Resolve from a reviewer form: the decision recorded, or the form again with the reason."""
     raw = await request.body()
     if len(raw) > _MAX_FORM_BYTES:
-        return _page(
+        return html_page(
             "Your answer is too long", "<p>Please shorten it, go back and send it again.</p>", status=413
         )
     form = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
@@ -186,7 +188,7 @@ def _review(
             '<p class="note">This link lets you view the request, not answer it. To answer, ask the '
             "person who sent it for a link that allows answering.</p>"
         )
-    return _page(page.title(payload), "".join(parts), status=status)
+    return html_page(page.title(payload), "".join(parts), status=status)
 
 
 def _options(state: ServerState) -> Options:
@@ -195,12 +197,13 @@ def _options(state: ServerState) -> Options:
 
 def _who_asked(state: ServerState, review: TokenReview) -> str:
     now = state.host.clock()
+    expires = review.claims.expires_at
     rows = [
         ("Workflow", review.workflow_id),
         ("Step", review.record.node_id),
         ("Run", review.record.run_id),
-        ("Asked", _when(review.record.created_at)),
-        ("This link expires", f"{_when(review.claims.expires_at)} ({_until(review.claims.expires_at, now)})"),
+        ("Asked", readable_time(review.record.created_at)),
+        ("This link expires", f"{readable_time(expires)} ({_until(expires, now)})"),
     ]
     data = review.record.payload.get("data") or {}
     votes = len(review.record.votes or [])
@@ -218,7 +221,7 @@ def _outcome(state: ServerState, token: str, payload: Mapping[str, Any], value: 
         record = None
     back = f'<p><a href="/interrupts/{escape(token, quote=True)}">Back to the request</a></p>'
     answered = page_for(payload).answered(payload, value, record, back)
-    return _page(answered.title, answered.body)
+    return html_page(answered.title, answered.body)
 
 
 def _closed(review: TokenReview) -> HTMLResponse:
@@ -227,13 +230,13 @@ def _closed(review: TokenReview) -> HTMLResponse:
     is_approval = record.kind == "approval"
     nothing = "<p>There is nothing left to do with this link.</p>"
     if record.status == "resolved":
-        when = f" on {_when(record.resolved_at)}" if record.resolved_at is not None else ""
+        when = f" on {readable_time(record.resolved_at)}" if record.resolved_at is not None else ""
         decided = page_for(record.payload).decided(record.payload, record)
         if decided:
             said = f"Decision recorded{when}: <strong>{escape(decided)}</strong>."
         else:
             said = f"An answer was recorded{when}."
-        return _page(
+        return html_page(
             "This request was already answered", f'<p class="outcome">{said}</p>{nothing}', status=409
         )
     if record.status == "expired":
@@ -241,18 +244,18 @@ def _closed(review: TokenReview) -> HTMLResponse:
         # (an Agent Inbox gate: ignored, and the run goes on).
         decided = page_for(record.payload).decided(record.payload, record) if is_approval else ""
         said = f"Recorded: <strong>{escape(decided)}</strong>." if decided else "It was closed."
-        return _page(
+        return html_page(
             "This request timed out",
             f"<p>Nobody answered before its deadline. {said}</p>{nothing}",
             status=409,
         )
     if review.run_status == "cancelled" or record.status == "cancelled":
-        return _page(
+        return html_page(
             "This request was withdrawn",
             f"<p>The run it belongs to was cancelled, so it needs no answer.</p>{nothing}",
             status=409,
         )
-    return _page(
+    return html_page(
         "This request is closed",
         f"<p>The run it belongs to has finished ({escape(review.run_status)}), so it needs no answer.</p>"
         + nothing,
@@ -263,10 +266,10 @@ def _closed(review: TokenReview) -> HTMLResponse:
 def _failure(exc: WopError) -> HTMLResponse:
     title, advice = _FAILURES.get(exc.code, _UNKNOWN_FAILURE)
     status = exc.status if exc.status < 500 else 500
-    return _page(title, f"<p>{escape(advice)}</p>", status=status)
+    return html_page(title, f"<p>{escape(advice)}</p>", status=status)
 
 
-def _when(moment: datetime) -> str:
+def readable_time(moment: datetime) -> str:
     """A readable UTC time, e.g. ``Wed 2 Dec 2026, 17:50 UTC``."""
     m = as_utc(moment)
     return f"{m:%a} {m.day} {m:%b %Y}, {m:%H:%M} UTC"
@@ -282,7 +285,7 @@ def _until(moment: datetime, now: datetime) -> str:
     return f"in {seconds // 3600} hours"
 
 
-def _page(title: str, content: str, *, status: int = 200) -> HTMLResponse:
+def html_page(title: str, content: str, *, status: int = 200) -> HTMLResponse:
     document = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'

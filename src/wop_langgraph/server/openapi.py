@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from wop_langgraph.host.listing import CURSOR_PATTERN
 from wop_langgraph.protocol.egress import MAX_URL_LENGTH, callback_url_pattern
 from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.protocol.storable import INT64_MAX, INT64_MIN
@@ -47,8 +48,11 @@ _OPERATIONS: dict[tuple[str, str], tuple[bool, tuple[int, ...]]] = {
     ("/interrupts/{token}", "get"): (False, (401, 404, 409, 410)),
     ("/interrupts/{token}", "post"): (False, (*_BODY, 401, 403, 404, 409, 410)),
     ("/interrupts/{token}/form", "post"): (False, (*_BODY, 401, 403, 404, 409, 410)),
+    ("/inbox-links", "post"): (True, (*_KEYED, *_BODY, 422)),
+    ("/inbox/{inboxToken}", "get"): (False, (401, 410)),
 }
-_HTML_ONLY = {("/interrupts/{token}/form", "post")}
+_HTML_ONLY = {("/interrupts/{token}/form", "post"), ("/inbox/{inboxToken}", "get")}
+_FORMS = {("/interrupts/{token}/form", "post")}
 _CONDITIONAL = {("/.well-known/openwop", "get"), ("/runs/{runId}", "get")}
 _SSE = ("/runs/{runId}/events", "get")
 _BROWSER_PAGE = ("/interrupts/{token}", "get")
@@ -64,6 +68,13 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
     },
     "nodeId": {"type": "string", "pattern": _NODE_ID_WIRE},
     "token": {"type": "string", "pattern": _TOKEN, "description": "An ow2 interrupt token."},
+    # The inbox page checks its cursor itself (a bad one gets a page, not JSON); documented here.
+    "cursor": {"type": "string", "pattern": CURSOR_PATTERN, "description": "The previous page's nextCursor."},
+    "inboxToken": {
+        "type": "string",
+        "pattern": r"^owi1\.hs256\.[A-Za-z0-9._~-]{1,4096}$",
+        "description": "An owi1 inbox token (lists one approver's requests; answers nothing).",
+    },
     "Idempotency-Key": {"type": "string", "pattern": KEY_PATTERN.pattern},
     "Last-Event-ID": {
         "type": "string",
@@ -190,6 +201,7 @@ def complete(document: dict[str, Any], limits: RequestLimits, workflow_ids: list
                 parameter["schema"] = {**extra, "title": parameter["schema"].get("title", parameter["name"])}
         if (path, method) in _HTML_ONLY:
             responses["200"]["content"] = _HTML
+        if (path, method) in _FORMS:
             operation["requestBody"] = {
                 "required": True,
                 "content": {"application/x-www-form-urlencoded": {"schema": {"type": "object"}}},
