@@ -21,7 +21,7 @@ from wop_langgraph.host import Principal
 from wop_langgraph.protocol.errors import Forbidden, Unauthenticated
 from wop_langgraph.server.state import state_of
 
-__all__ = ["Caller", "authenticate", "require_scopes"]
+__all__ = ["Caller", "authenticate", "principal_of_key", "require_scopes", "scoped"]
 
 
 async def authenticate(request: Request) -> Principal:
@@ -39,6 +39,15 @@ def _principal(request: Request) -> Principal:
     credential = credential.strip()
     if scheme.lower() != "bearer" or not credential:
         raise Unauthenticated("send Authorization: Bearer <api key>")
+    return principal_of_key(request, credential)
+
+
+def principal_of_key(request: Request, credential: str) -> Principal:
+    """The principal ``credential`` (an API key, however the request carried it) names.
+
+    Raises:
+        Unauthenticated: the key is not configured.
+    """
     found: Principal | None = None
     # Compare against every key so the time taken does not tell which prefix matched.
     for key, principal in state_of(request).api_keys.principals.items():
@@ -49,11 +58,13 @@ def _principal(request: Request) -> Principal:
     return found
 
 
-def require_scopes(*scopes: str) -> Callable[[Request], Coroutine[Any, Any, Principal]]:
-    """A dependency that authenticates and then demands every one of ``scopes``."""
+def scoped(
+    authenticated: Callable[[Request], Principal], *scopes: str
+) -> Callable[[Request], Coroutine[Any, Any, Principal]]:
+    """A dependency that authenticates with ``authenticated`` and demands every one of ``scopes``."""
 
     async def dependency(request: Request) -> Principal:
-        principal = _principal(request)
+        principal = authenticated(request)
         missing = [s for s in scopes if s not in principal.scopes]
         if missing:
             raise Forbidden(
@@ -62,6 +73,11 @@ def require_scopes(*scopes: str) -> Callable[[Request], Coroutine[Any, Any, Prin
         return principal
 
     return dependency
+
+
+def require_scopes(*scopes: str) -> Callable[[Request], Coroutine[Any, Any, Principal]]:
+    """A dependency that authenticates (``Authorization: Bearer``), then demands each of ``scopes``."""
+    return scoped(_principal, *scopes)
 
 
 Caller = Annotated[Principal, Depends(authenticate)]

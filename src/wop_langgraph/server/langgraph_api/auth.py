@@ -8,15 +8,14 @@ too. A missing or unknown key is ``401``; a known key without the operation's sc
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import Request
 
 from wop_langgraph.host import Principal
-from wop_langgraph.protocol.errors import Forbidden, Unauthenticated
-from wop_langgraph.server.state import state_of
+from wop_langgraph.protocol.errors import Unauthenticated
+from wop_langgraph.server.auth import principal_of_key, scoped
 
 __all__ = ["caller_key", "require"]
 
@@ -32,30 +31,12 @@ def _credential(request: Request) -> str:
 
 
 def _principal(request: Request) -> Principal:
-    credential = _credential(request).encode()
-    found: Principal | None = None
-    # Compare against every key so the time taken does not tell which prefix matched.
-    for key, principal in state_of(request).api_keys.principals.items():
-        if hmac.compare_digest(key.encode(), credential):
-            found = principal
-    if found is None:
-        raise Unauthenticated("the API key is not known to this host")
-    return found
+    return principal_of_key(request, _credential(request))
 
 
 def require(*scopes: str) -> Callable[[Request], Coroutine[Any, Any, Principal]]:
     """A dependency that authenticates the request's key and demands every one of ``scopes``."""
-
-    async def dependency(request: Request) -> Principal:
-        principal = _principal(request)
-        missing = [s for s in scopes if s not in principal.scopes]
-        if missing:
-            raise Forbidden(
-                f"the API key lacks the scope {', '.join(missing)}", details={"requiredScopes": list(scopes)}
-            )
-        return principal
-
-    return dependency
+    return scoped(_principal, *scopes)
 
 
 def caller_key(principal: Principal) -> str:
