@@ -120,8 +120,8 @@ def test_tokens_benchmark_reports_every_mode_against_a_baseline(tmp_path: Path) 
     baseline.write_text((REPO / "src/wop_langgraph/tokens.py").read_text())
     out = _run("tokens.py", "--rounds", "1", "--tokens", "50", "--warmup", "5", "--baseline", str(baseline))
     for implementation in ("current", "baseline"):
-        for mode in ("valid", "bad_mac", "oversized"):
-            assert f"{implementation:<15} {mode:<10}" in out
+        for mode in ("valid", "valid_distinct", "bad_mac", "oversized"):
+            assert f"{implementation:<15} {mode:<14}" in out
     assert "current / baseline valid" in out and "target: valid >= 100,000/s" in out
 
 

@@ -557,3 +557,22 @@ def test_claims_are_immutable() -> None:
     claims = minted().claims
     with pytest.raises(AttributeError):
         claims.run_id = "acme/other"  # type: ignore[misc]
+
+
+# --- a verified token's payload is remembered; nothing else is -------------------------------
+
+
+def test_a_remembered_payload_still_needs_its_mac_kid_and_expiry() -> None:
+    token = minted(ttl=timedelta(minutes=5)).token
+    assert verify(KEYS, token, now=NOW).run_id == "acme/run-1"  # now remembered
+    assert verify(KEYS, token, now=NOW) == verify(KEYS, token, now=NOW)
+    tampered = token[:-1] + ("A" if token[-1] != "A" else "B")
+    assert refusal(tampered).details["reason"] == "mac"
+    resigned = sign("another-secret-0123456789", "k2", token.split(".")[3])
+    assert refusal(resigned).details["reason"] == "mac"
+    without_kid = SigningKeys({"k1": SECRET_OLD})  # k2 rotated out: its tokens stop verifying
+    assert refusal(token, keys=without_kid).details["reason"] == "kid"
+    with pytest.raises(InterruptExpired):
+        verify(KEYS, token, now=NOW + timedelta(minutes=5))
+    same_secret_other_kid = SigningKeys({"k9": SECRET_NEW})
+    assert refusal(token, keys=same_secret_other_kid).details["reason"] == "kid"

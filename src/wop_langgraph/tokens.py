@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import json
@@ -363,7 +364,20 @@ def verify_signed(keys: SigningKeys, token: str) -> TokenClaims:
     if not hmac.compare_digest(expected, text[-_MAC_LENGTH:]):
         raise _invalid("mac", "the token's mac does not match")
 
-    return _decode_payload(text[start:end], kid)
+    return _verified_claims(text[start:end], kid)
+
+
+@functools.lru_cache(maxsize=4096)
+def _verified_claims(payload: bytes, kid: str) -> TokenClaims:
+    """:func:`_decode_payload` of a payload whose MAC just verified, remembered by its bytes.
+
+    A link opened again and again, or a flood of requests carrying one valid token, decodes
+    and checks its payload once; the grammar, kid and MAC are still checked on every call, and
+    expiry and intent by the callers. Only payloads this host signed get here, so nobody
+    without a signing key can fill the cache, and claims are immutable (safe to share). A
+    removed kid fails the MAC check before the cache is asked.
+    """
+    return _decode_payload(payload, kid)
 
 
 def _grammar_refusal(token: str) -> InterruptTokenInvalid:
