@@ -32,11 +32,15 @@ from typing import Any, Literal
 
 __all__ = [
     "AgentDecision",
+    "Agreement",
+    "Calibration",
     "ThresholdPoint",
     "ThresholdReport",
     "agent_decisions",
+    "calibration",
     "threshold_grid",
     "threshold_report",
+    "wilson_interval",
 ]
 
 JudgedBy = Literal["human", "label"]
@@ -57,6 +61,9 @@ class AgentDecision:
         inputs: the run's inputs from its ``run.started`` event, when the log holds it; handy
             for a ``truth`` callable that looks the item up in a dataset.
         escalated: a ``low-confidence`` interrupt was requested for this decision.
+        audit: that interrupt was an audit sample, not an escalation: its data's ``observed``
+            is at or above its ``threshold`` (see ``audit_rate`` of
+            :func:`~wop_langgraph.nodes.escalate_on_low_confidence`).
         reviewed: a person resolved that interrupt (a timeout is not a review).
         resume_value: the person's ``resumeValue`` when reviewed.
         final_decision: the decision the node continued with when reviewed (the replacement,
@@ -73,6 +80,7 @@ class AgentDecision:
     sequence: int
     inputs: Any = None
     escalated: bool = False
+    audit: bool = False
     reviewed: bool = False
     resume_value: Any = None
     final_decision: Any = None
@@ -171,6 +179,115 @@ class ThresholdReport:
     def rows(self) -> list[dict[str, Any]]:
         """Every point as a flat dict, for a table."""
         return [p.as_row() for p in self.points]
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How often reviewers kept the agent's decision, with a Wilson 95% interval.
+
+    Attributes:
+        reviewed: decisions a person reviewed in this population.
+        agreed: of those, how many the person kept (ratified, or replaced with the same value).
+        rate: ``agreed / reviewed``; ``None`` when nothing was reviewed.
+        low: lower end of the Wilson score 95% interval (``None`` when nothing was reviewed).
+        high: upper end of that interval.
+    """
+
+    reviewed: int
+    agreed: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+    @classmethod
+    def of(cls, reviewed: int, agreed: int) -> Agreement:
+        """The agreement of ``agreed`` out of ``reviewed``, with its interval."""
+        if reviewed == 0:
+            return cls(0, 0, None, None, None)
+        low, high = wilson_interval(agreed, reviewed)
+        return cls(reviewed, agreed, agreed / reviewed, low, high)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What reviewers said about the agent, in two populations the log tells apart.
+
+    Attributes:
+        escalated: agreement on reviewed escalations (confidence below the run's threshold).
+        audited: agreement on reviewed audit samples (confident decisions also sent to a person).
+        decisions: every decision considered.
+        confident: decisions that were not escalated (audit samples included).
+    """
+
+    escalated: Agreement
+    audited: Agreement
+    decisions: int
+    confident: int
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The two populations as flat dicts, for a table."""
+        return [
+            {"population": name, **vars(agreement)}
+            for name, agreement in (("escalated", self.escalated), ("audit sample", self.audited))
+        ]
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (95% by default).
+
+    Chosen over the normal approximation because it stays inside 0..1 and is not degenerate
+    when every reviewed decision agreed (or none did), which is common with small samples.
+
+    Raises:
+        ValueError: ``trials`` is not positive or ``successes`` is outside 0..trials.
+    """
+    if trials <= 0 or not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials and trials > 0, got {successes}/{trials}")
+    p = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def calibration(decisions: Iterable[AgentDecision], *, agent_id: str | None = None) -> Calibration:
+    """Reviewers' agreement with the agent on escalations and on the random audit sample.
+
+    Only a person's review counts here (labels are not consulted): this is what the log alone
+    says. ``decisions`` come from :func:`agent_decisions` (or a report's ``decisions``); a
+    reviewed decision is an *audit sample* when its interrupt was one (``audit``), else an
+    *escalation*.
+
+    The two populations are reported separately, not pooled. Escalations are the least
+    confident decisions by construction, so their agreement says nothing about the decisions
+    that go through unseen. The audit sample is a uniform random draw from the confident
+    decisions, so its agreement rate is an unbiased estimate of their accuracy as is: each
+    audited decision stands for ``1/audit_rate`` confident ones, and that weight cancels in a
+    proportion. Pooling would need that weight and would blend two different accuracies into a
+    number that describes neither population. The intervals are Wilson 95% score intervals
+    (:func:`wilson_interval`): sampling error only, assuming the audit draw was random.
+    """
+    esc_n = esc_ok = audit_n = audit_ok = total = confident = 0
+    for decision in decisions:
+        if agent_id is not None and decision.agent_id != agent_id:
+            continue
+        total += 1
+        if not decision.escalated or decision.audit:
+            confident += 1
+        if not decision.reviewed:
+            continue
+        if decision.audit:
+            audit_n += 1
+            audit_ok += bool(decision.correct)
+        else:
+            esc_n += 1
+            esc_ok += bool(decision.correct)
+    return Calibration(
+        escalated=Agreement.of(esc_n, esc_ok),
+        audited=Agreement.of(audit_n, audit_ok),
+        decisions=total,
+        confident=confident,
+    )
 
 
 def threshold_grid(step: float = 0.05) -> tuple[float, ...]:
@@ -322,7 +439,7 @@ def _decisions_of_run(run_id: str, events: list[Mapping[str, Any]]) -> list[Agen
             index = _requested_decision(decisions, linked, node_id, payload)
             if index is not None:
                 linked.add(index)
-                decisions[index] = replace(decisions[index], escalated=True)
+                decisions[index] = replace(decisions[index], escalated=True, audit=_is_audit(payload))
                 if isinstance(payload.get("key"), str):
                     by_key[payload["key"]] = index
         elif kind == "node.suspended" and payload.get("kind") == "low-confidence":
@@ -355,6 +472,14 @@ def _requested_decision(
         ):
             return index
     return None
+
+
+def _is_audit(payload: Mapping[str, Any]) -> bool:
+    data = payload.get("data")
+    if not isinstance(data, Mapping):
+        return False
+    observed, threshold = _confidence(data.get("observed")), _confidence(data.get("threshold"))
+    return observed is not None and threshold is not None and observed >= threshold
 
 
 def _latest_open(decisions: list[AgentDecision], settled: set[int], node_id: Any) -> int | None:

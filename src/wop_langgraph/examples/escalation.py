@@ -198,14 +198,19 @@ class TicketState(TypedDict, total=False):
     dispatched_to: str
 
 
-def build_escalation_graph(agent: Router | None = None) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """``route`` (agent + escalation) then ``dispatch``; default agent: the shipped recordings."""
+def build_escalation_graph(
+    agent: Router | None = None, *, audit_rate: float = 0.0
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """``route`` (agent + escalation) then ``dispatch``; default agent: the shipped recordings.
+
+    ``audit_rate``: the share of confident decisions also sent to a person as an audit sample.
+    """
     router = agent or RecordedRouter(load_tickets())
 
     def route(state: TicketState) -> dict[str, Any]:
         """Let the agent choose a queue; below the run's threshold a person confirms or corrects it."""
         queue, confidence = router(state["ticket_id"], state.get("text", ""))
-        return {"queue": escalate_on_low_confidence(AGENT_ID, queue, confidence)}
+        return {"queue": escalate_on_low_confidence(AGENT_ID, queue, confidence, audit_rate=audit_rate)}
 
     def dispatch(state: TicketState) -> dict[str, Any]:
         """Put the ticket on its queue."""
@@ -301,20 +306,25 @@ def run_dataset(
     workflow_id: str = WORKFLOW_ID,
     agent: Router | None = None,
     progress: Callable[[Iterable[Ticket]], Iterable[Ticket]] | None = None,
+    audit_rate: float = 0.0,
 ) -> SimulationResult:
     """Route every ticket through ``host`` at ``threshold``; a simulated person resolves each escalation.
 
     (Re-)registers :func:`build_escalation_graph` under ``workflow_id`` with ``agent`` (default:
     a :class:`RecordedRouter` over ``tickets``), replacing whatever was registered there; every
     run this function starts is finished before it returns, so no suspended run is affected.
-    ``progress`` wraps the iteration over the tickets (e.g. ``tqdm``).
+    ``progress`` wraps the iteration over the tickets (e.g. ``tqdm``). ``audit_rate``: see
+    :func:`build_escalation_graph`; an audited ticket counts as escalated in its outcome (a
+    person saw it).
 
     Raises:
         ValueError: ``threshold`` is not a whole percentage from 0 to 1.
         RuntimeError: a run did not end as expected (not completed after its review).
     """
     configurable = threshold_configurable(threshold)
-    host.register(workflow_id, build_escalation_graph(agent or RecordedRouter(tickets)))
+    host.register(
+        workflow_id, build_escalation_graph(agent or RecordedRouter(tickets), audit_rate=audit_rate)
+    )
     owner = owner or Principal(tenant="acme", subject_id="router-bot", scopes=frozenset({"runs:create"}))
     reviewer = reviewer or Principal(
         tenant=owner.tenant, subject_id="support-lead", scopes=frozenset({"approvals:respond"})
