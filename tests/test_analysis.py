@@ -11,10 +11,15 @@ import pytest
 
 from wop_langgraph.analysis import (
     AgentDecision,
+    Agreement,
     agent_decisions,
+    calibration,
     threshold_grid,
     threshold_report,
+    wilson_interval,
 )
+from wop_langgraph.examples.escalation import load_tickets, run_dataset
+from wop_langgraph.host import WopHost
 
 # -- a tiny event-log builder --------------------------------------------------------------------
 
@@ -400,3 +405,54 @@ def test_any_real_number_is_a_threshold() -> None:
     report = threshold_report(log.events, Fraction(7, 20), [Fraction(1, 2)], labels=labels)
     assert report.recommended_threshold == 0.5
     assert isinstance(report.recommended_threshold, float)
+
+
+# -- calibration from a real log: escalations plus a random audit sample -------------------------
+
+
+def test_wilson_interval_matches_published_values() -> None:
+    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    assert wilson_interval(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+    assert wilson_interval(10, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)
+    with pytest.raises(ValueError):
+        wilson_interval(1, 0)
+
+
+def test_calibration_from_a_real_log_splits_escalations_from_the_audit_sample(db_url: str) -> None:
+    tickets = load_tickets()[:40]
+    host = WopHost.from_url(db_url)
+    try:
+        result = run_dataset(host, tickets, 0.5, audit_rate=0.5)
+        log = [event for o in result.outcomes for event in host.events(o.run_id)]
+    finally:
+        host.saver.engine.dispose()
+    decisions = agent_decisions(log)
+    by_run = {d.run_id: d for d in decisions}
+    low = [o for o in result.outcomes if o.ticket.confidence < 0.5]
+    audited = [o for o in result.outcomes if o.ticket.confidence >= 0.5 and o.escalated]
+    unseen = [o for o in result.outcomes if o.ticket.confidence >= 0.5 and not o.escalated]
+    assert audited and unseen  # a real sample: some confident tickets reviewed, some not
+    assert all(by_run[o.run_id].audit for o in audited)
+    assert not any(by_run[o.run_id].audit or by_run[o.run_id].escalated for o in unseen)
+    assert all(by_run[o.run_id].escalated and not by_run[o.run_id].audit for o in low)
+
+    cal = calibration(decisions)
+    assert cal.decisions == 40 and cal.confident == len(audited) + len(unseen)
+    assert cal.escalated.reviewed == len(low)
+    assert cal.escalated.agreed == sum(o.ticket.agent_correct for o in low)
+    assert cal.audited.reviewed == len(audited)
+    assert cal.audited.agreed == sum(o.ticket.agent_correct for o in audited)
+    for agreement in (cal.escalated, cal.audited):
+        assert agreement.rate == agreement.agreed / agreement.reviewed
+        assert (agreement.low, agreement.high) == wilson_interval(agreement.agreed, agreement.reviewed)
+        assert agreement.low <= agreement.rate <= agreement.high
+    assert [r["population"] for r in cal.rows()] == ["escalated", "audit sample"]
+    # The audited decisions are judged by their review, so the threshold report needs no label for them.
+    report = threshold_report(log, 0.05)
+    assert report.point(0.5).auto_unknown == len(unseen)
+
+
+def test_calibration_with_no_reviews_has_no_rate() -> None:
+    log, _ = five_runs()
+    cal = calibration([d for d in agent_decisions(log.events) if not d.reviewed])
+    assert cal.escalated == Agreement(0, 0, None, None, None) == cal.audited

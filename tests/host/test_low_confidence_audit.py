@@ -81,5 +81,5 @@ def test_a_rate_of_0_3_over_real_runs(host: WopHost) -> None:
 
 @pytest.mark.parametrize("rate", [-0.1, 1.5])
 def test_an_audit_rate_outside_0_1_is_refused(host: WopHost, rate: float) -> None:
-    run_id, snapshot = start(host, audit_graph(rate), {"decision": "a", "confidence": 0.9})
+    _, snapshot = start(host, audit_graph(rate), {"decision": "a", "confidence": 0.9})
     assert snapshot["status"] == "failed"
