@@ -34,6 +34,13 @@ def test_tokens_and_token_paths_become_fingerprints() -> None:
     )
 
 
+def test_redacting_twice_keeps_the_one_fingerprint() -> None:
+    """A record may be redacted by the process's record factory and again by a handler's filter."""
+    for text in (f"GET /interrupts/{TOKEN} HTTP/1.1", f"token={TOKEN}", f"/interrupts/x{TOKEN[4:40]}"):
+        once = redact(text)
+        assert redact(once) == once
+
+
 def test_the_filter_redacts_arguments_and_keeps_their_shape(caplog: pytest.LogCaptureFixture) -> None:
     logger = logging.getLogger("tests.redaction")
     caplog.handler.addFilter(RedactTokens())

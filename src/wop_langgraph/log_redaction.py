@@ -30,17 +30,30 @@ _TOKEN = re.compile(r"ow2\.[A-Za-z0-9_~\-]+(?:\.[A-Za-z0-9_~\-]+)*")
 _PATH = re.compile(r"(^|[\s\"'(=,\[]|://[^/\s\"']+)/interrupts/([^/\s?#\"']+)")
 
 
+_MARK = "ow2:..."
+
+
 def fingerprint(secret: str) -> str:
     """``ow2:...#<8 hex>``: the first 8 hex digits of ``secret``'s sha256, never the secret."""
-    return "ow2:...#" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{_MARK}#" + hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
 def redact(text: str) -> str:
-    """``text`` with every ``/interrupts/<segment>`` and every ``ow2.`` token fingerprinted."""
+    """``text`` with every ``/interrupts/<segment>`` and every ``ow2.`` token fingerprinted.
+
+    Idempotent: a fingerprint is left as it is, so a record redacted twice (by the record factory
+    and by a handler's :class:`RedactTokens`) keeps the one fingerprint.
+    """
     if "ow2." not in text and "/interrupts/" not in text:
         return text  # the common case, kept cheap: most log lines name no token
-    text = _PATH.sub(lambda m: f"{m.group(1)}/interrupts/{fingerprint(m.group(2))}", text)
+    text = _PATH.sub(_fingerprinted_segment, text)
     return _TOKEN.sub(lambda m: fingerprint(m.group(0)), text)
+
+
+def _fingerprinted_segment(match: re.Match[str]) -> str:
+    if match.group(2) == _MARK:  # already a fingerprint (the segment pattern stops at its '#')
+        return match.group(0)
+    return f"{match.group(1)}/interrupts/{fingerprint(match.group(2))}"
 
 
 def _redacted_arg(value: Any) -> Any:
