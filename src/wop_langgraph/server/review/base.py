@@ -9,6 +9,7 @@ points at, and what to say once the answer is recorded. Pages are plain HTML for
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
@@ -50,7 +51,7 @@ class Answered:
     body: str
 
 
-class GatePage:
+class GatePage(ABC):
     """One kind (or shape) of gate on the reviewer page; the defaults suit a gate with no form."""
 
     def title(self, payload: Mapping[str, Any]) -> str:
@@ -71,13 +72,13 @@ class GatePage:
         """The forms answering ``payload``; ``form`` and ``errors`` re-show a refused submission."""
         return ""
 
+    @abstractmethod
     def value(self, payload: Mapping[str, Any], form: Form) -> Any:
-        """The resume value ``form`` makes (the host validates it like any other).
+        """The resume value ``form`` makes (the host validates it like any other); every kind says.
 
         Raises:
             FormRefused: a field is missing or unreadable; the messages are for the reviewer.
         """
-        raise NotImplementedError
 
     def field_for_path(self, payload: Mapping[str, Any], path: str) -> str:
         """The form field a host error's JSON pointer (``details.path``) points at, or '' for the form."""
