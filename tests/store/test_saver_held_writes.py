@@ -15,10 +15,10 @@ from tests.round_trips import statements
 from tests.store.conftest import make_checkpoint, new_thread
 
 from wop_langgraph.store import SQLModelSaver
-from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.held import HeldWrite, store_ahead, stored_ahead, storing
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.statements import driver_statement
 
 
 class Holding:

@@ -56,7 +56,6 @@ from wop_langgraph.nodes._context import (
 from wop_langgraph.nodes._suspend import Delivery
 from wop_langgraph.protocol.payloads import INTERRUPT_KINDS, InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
-from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import (
     NewEvent,
@@ -78,6 +77,7 @@ from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_queue import Claim, ClaimedRun
 from wop_langgraph.store.run_tables import event_counters_table, events_table, interrupts_table, runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES, unfinished
+from wop_langgraph.store.statements import driver_statement
 
 __all__ = ["TERMINAL_STATUSES", "DriveSignal", "GraphDriver", "Pass", "jsonable", "needs_async"]
 

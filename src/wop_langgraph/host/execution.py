@@ -28,7 +28,6 @@ from wop_langgraph.host.held_writes import HeldWrites
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ReplayRecord
 from wop_langgraph.nodes._context import RunContext
-from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
 from wop_langgraph.store.run_queue import (
@@ -47,6 +46,7 @@ from wop_langgraph.store.run_queue import (
 )
 from wop_langgraph.store.run_queue import release as release_lease
 from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.statements import Reads
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "Executor", "RunOptions", "run_option"]
 

@@ -32,7 +32,6 @@ from wop_langgraph.nodes._suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.event_payloads import node_suspended_extensions
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
-from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events, append_events_if
 from wop_langgraph.store.held import HeldWrite
 from wop_langgraph.store.interrupts import (
@@ -44,6 +43,7 @@ from wop_langgraph.store.interrupts import (
 )
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
+from wop_langgraph.store.statements import driver_statement
 
 __all__ = ["InterruptRecorder", "TaskWritesListener", "suspend_reason"]
 

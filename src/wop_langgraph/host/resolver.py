@@ -38,7 +38,6 @@ from wop_langgraph.protocol.errors import (
 )
 from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally, vote_of
 from wop_langgraph.store import idempotency
-from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, append_events_if
 from wop_langgraph.store.interrupts import (
@@ -52,6 +51,7 @@ from wop_langgraph.store.interrupts import (
 )
 from wop_langgraph.store.run_queue import enqueue_write
 from wop_langgraph.store.runs import TERMINAL_STATUSES
+from wop_langgraph.store.statements import Reads
 
 __all__ = ["IDEMPOTENCY_KEY_PATTERN", "EnqueueHook", "Resolver"]
 

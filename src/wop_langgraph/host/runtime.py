@@ -42,7 +42,6 @@ from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.protocol.snapshot import RESULT_EXTENSION
-from wop_langgraph.store._driver_sql import Reads
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
@@ -68,6 +67,7 @@ from wop_langgraph.store.run_queue import (
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import TERMINAL_STATUSES, RunFilter, get_run
 from wop_langgraph.store.saver import SQLModelSaver
+from wop_langgraph.store.statements import Reads
 
 if TYPE_CHECKING:
     from wop_langgraph.definitions import LoadReport, NodeTypeRegistry

@@ -1,9 +1,9 @@
 """The saver's SQL: built with SQLAlchemy Core, compiled once per dialect, run on the driver.
 
 Each statement is written once as a Core construct and compiled for the engine's dialect into
-a :class:`Sql` (text plus parameter order) the first time a saver meets that dialect; the hot
-path then hands the text straight to the DBAPI cursor, skipping SQLAlchemy's per-execution
-work. Only ``list`` compiles per call, because its filters vary.
+a :class:`~wop_langgraph.store.statements.Sql` (text plus parameter order) the first time a
+saver meets that dialect; the hot path then hands the text straight to the DBAPI cursor,
+skipping SQLAlchemy's per-execution work. Only ``list`` compiles per call, because its filters vary.
 
 What differs by dialect is spelled here and nowhere else: the upsert (each dialect's
 ``insert(...).on_conflict_do_update``), lists of ids (``= ANY(array)`` on PostgreSQL,
@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import functools
 import json
-import operator
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
-from typing import cast as cast_type
 
 from sqlalchemy import (
     ColumnElement,
@@ -44,13 +41,12 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.engine import Dialect
-from sqlalchemy.sql import ClauseElement
-from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import CTE, Select
 
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table as W
 from wop_langgraph.store.checkpoint_tables import checkpoints_table as C
+from wop_langgraph.store.statements import Sql, compile_sql
 
 __all__ = [
     "CONTROL_CHANNELS",
@@ -89,46 +85,6 @@ _CHECKPOINT_COLUMNS = (
     C.c.metadata,
 )
 _WRITE_COLUMNS = (W.c.checkpoint_id, W.c.task_id, W.c.task_path, W.c.idx, W.c.channel, W.c.type, W.c.blob)
-
-
-@dataclass(frozen=True, slots=True)
-class Sql:
-    """A statement compiled for one dialect: its text and how to lay out its parameters."""
-
-    text: str
-    #: Bind names in placeholder order for positional drivers (sqlite3); None for named ones.
-    names: tuple[str, ...] | None
-    #: Values of binds the statement carries itself (literals).
-    defaults: Mapping[str, Any]
-    _pick: Callable[[Mapping[str, Any]], Sequence[Any]] | None = field(default=None, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.names:
-            # itemgetter lays the values out in C; with one name it returns the bare value.
-            getter = operator.itemgetter(*self.names)
-            pick = getter if len(self.names) > 1 else lambda params: (getter(params),)
-            object.__setattr__(self, "_pick", pick)
-
-    def bind(self, params: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
-        """``params`` in the form the driver expects for this statement."""
-        merged = {**self.defaults, **params} if self.defaults else params
-        if self.names is None:
-            return merged
-        return self._pick(merged) if self._pick is not None else ()
-
-
-def compile_sql(statement: ClauseElement, dialect: Dialect) -> Sql:
-    """Compile ``statement`` for ``dialect`` once, into a reusable :class:`Sql`."""
-    compiled = cast_type(SQLCompiler, statement.compile(dialect=dialect))
-    defaults = {
-        name: value
-        for name, value in compiled.params.items()
-        if name in compiled.binds and not compiled.binds[name].required
-    }
-    names = tuple(compiled.positiontup) if dialect.positional and compiled.positiontup else None
-    if dialect.positional and names is None:
-        names = ()
-    return Sql(compiled.string, names, defaults)
 
 
 def _key(table: Any) -> ColumnElement[bool]:

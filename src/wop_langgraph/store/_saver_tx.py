@@ -26,20 +26,18 @@ from the driver's exception; a broken connection is dropped and reported as
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from wop_langgraph.protocol.errors import StoreError
-from wop_langgraph.store._saver_sql import Sql
 from wop_langgraph.store.engine import is_memory_sqlite, one_statement, write_lock
+from wop_langgraph.store.statements import Tx
 
 __all__ = ["ConnectionLost", "Database", "Tx", "driver_error", "store_error"]
-
-_NO_PARAMS: Mapping[str, Any] = {}
 
 
 class ConnectionLost(StoreError):
@@ -64,52 +62,6 @@ def store_error(what: str, exc: BaseException, *, lost: bool = False) -> StoreEr
     detail = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
     error = ConnectionLost if lost else StoreError
     return error(f"{what} failed in the database: {type(cause).__name__}: {detail}")
-
-
-class Tx:
-    """One open transaction: runs compiled statements on the driver connection."""
-
-    __slots__ = ("_binary", "_connection", "_dbapi")
-
-    def __init__(self, dbapi: Any, connection: Connection | None, *, binary: bool = False) -> None:
-        self._dbapi = dbapi
-        self._connection = connection
-        # psycopg: results in binary format, so blobs arrive as bytes without hex decoding.
-        self._binary = binary
-
-    def _cursor(self) -> Any:
-        return self._dbapi.cursor(binary=True) if self._binary else self._dbapi.cursor()
-
-    def execute(self, sql: Sql, params: Mapping[str, Any] = _NO_PARAMS) -> Any:
-        """Run ``sql`` and return its cursor (fetch from it for rows)."""
-        cursor = self._cursor()
-        cursor.execute(sql.text, sql.bind(params))
-        return cursor
-
-    def execute_bound(self, text: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
-        """Run statement ``text`` with parameters already laid out for the driver."""
-        cursor = self._cursor()
-        cursor.execute(text, params)
-        return cursor
-
-    def rows(self, sql: Sql, params: Mapping[str, Any] = _NO_PARAMS) -> list[tuple[Any, ...]]:
-        """Run ``sql`` and return all its rows."""
-        return [tuple(row) for row in self.execute(sql, params).fetchall()]
-
-    def execute_many(self, sql: Sql, params: Sequence[Mapping[str, Any]]) -> None:
-        """Run ``sql`` once per parameter set, in one driver call."""
-        if len(params) == 1:
-            self.execute(sql, params[0])
-            return
-        cursor = self._cursor()
-        cursor.executemany(sql.text, [sql.bind(p) for p in params])
-
-    @property
-    def connection(self) -> Connection:
-        """The SQLAlchemy connection of this transaction (only when opened with one)."""
-        if self._connection is None:
-            raise RuntimeError("this transaction was opened without a SQLAlchemy connection")
-        return self._connection
 
 
 class Database:

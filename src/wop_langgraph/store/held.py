@@ -6,7 +6,7 @@ takes it. :func:`storing` runs several of them in one go: on PostgreSQL in one p
 round trip for all of them, however many), elsewhere one after the other. A save made in that
 transaction itself can go with them (:func:`stored_with_held`). :func:`stored_ahead` goes
 further on PostgreSQL: the saves wait for the next statement run on the driver in that
-transaction (a :class:`~wop_langgraph.store._driver_sql.DriverStatement`) and go in its
+transaction (a :class:`~wop_langgraph.store.statements.DriverStatement`) and go in its
 pipeline, so the saves cost no round trip of their own.
 """
 

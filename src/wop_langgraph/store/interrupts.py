@@ -18,8 +18,8 @@ from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import as_utc
-from wop_langgraph.store._driver_sql import DriverStatement, driver_statement
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
+from wop_langgraph.store.statements import DriverStatement, driver_statement
 
 __all__ = [
     "FINAL_STATUSES",

@@ -35,10 +35,10 @@ from sqlalchemy import (
     update,
 )
 
-from wop_langgraph.store._driver_sql import Reads, driver_statement
 from wop_langgraph.store.interrupts import InterruptRecord, open_work_of, open_work_read
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import unfinished
+from wop_langgraph.store.statements import Reads, driver_statement
 
 __all__ = [
     "CANCEL_CHANNEL",

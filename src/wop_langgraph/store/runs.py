@@ -11,8 +11,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, String, and_, bindparam, exists, func, or_, select
 from sqlalchemy.dialects.postgresql import JSONB
 
-from wop_langgraph.store._driver_sql import driver_statement
 from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.statements import driver_statement
 
 __all__ = ["TERMINAL_STATUSES", "RunFilter", "get_run", "list_runs", "unfinished"]
 
@@ -30,7 +30,7 @@ def unfinished() -> ColumnElement[bool]:
     """The run is not in a terminal status.
 
     Spelled out rather than ``status.not_in(...)``: a literal list renders per execution, and
-    the statements that use this are compiled once (see :mod:`._driver_sql`).
+    the statements that use this are compiled once (see :mod:`.statements`).
     """
     return and_(*(runs_table.c.status != status for status in TERMINAL_STATUSES))
 

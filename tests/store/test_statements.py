@@ -1,6 +1,6 @@
 """Statements run on the driver connection store, fail and take part in transactions as through SQLAlchemy.
 
-The event log's appends run on the driver (see ``store/_driver_sql.py``); SQLAlchemy runs them
+The event log's appends run on the driver (see ``store/statements.py``); SQLAlchemy runs them
 itself when a statement listener is installed. Each test writes the same thing both ways and
 compares, or checks the driver path against what SQLAlchemy promises its callers.
 """
@@ -18,7 +18,6 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, Stateme
 from tests.round_trips import statements
 
 from wop_langgraph._clock import as_utc
-from wop_langgraph.store._driver_sql import driver_connection, driver_statement, named_together
 from wop_langgraph.store.events import NewEvent, append_event_once, append_events, read_events
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
@@ -28,6 +27,7 @@ from wop_langgraph.store.interrupts import (
     open_work_read,
 )
 from wop_langgraph.store.run_tables import events_table, interrupts_table
+from wop_langgraph.store.statements import driver_connection, driver_statement, named_together
 
 RUN = "acme/run-driver"
 TWIN = "acme/run-sqlalchemy"
