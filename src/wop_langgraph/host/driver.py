@@ -21,7 +21,6 @@ import asyncio
 import concurrent.futures
 import contextvars
 import enum
-import functools
 import hashlib
 import json
 import logging
@@ -37,7 +36,7 @@ from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import GraphRecursionError, UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command, StreamMode
-from sqlalchemy import ColumnElement, Connection, Engine, Exists, bindparam, case, or_, select, update
+from sqlalchemy import Connection, Engine
 
 from wop_langgraph._off_loop import OffLoop
 from wop_langgraph.adapters import is_bare, to_node_value
@@ -54,7 +53,7 @@ from wop_langgraph.nodes._context import (
     RunContext,
 )
 from wop_langgraph.nodes._suspend import Delivery
-from wop_langgraph.protocol.payloads import INTERRUPT_KINDS, InterruptKind
+from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.engine import one_statement, reading
 from wop_langgraph.store.events import (
@@ -74,10 +73,20 @@ from wop_langgraph.store.interrupts import (
 )
 from wop_langgraph.store.lg_threads import SEED_MARK
 from wop_langgraph.store.recording import WriteBatch
+from wop_langgraph.store.run_passes import (
+    dequeue,
+    end_gate,
+    end_params,
+    end_run,
+    lock_run_log,
+    logged_any,
+    rest_at_oldest_interrupt,
+    rest_params,
+    rest_run,
+    start_pass,
+)
 from wop_langgraph.store.run_queue import Claim, ClaimedRun
-from wop_langgraph.store.run_tables import event_counters_table, events_table, interrupts_table, runs_table
-from wop_langgraph.store.runs import TERMINAL_STATUSES, unfinished
-from wop_langgraph.store.statements import driver_statement
+from wop_langgraph.store.runs import TERMINAL_STATUSES
 
 __all__ = ["TERMINAL_STATUSES", "DriveSignal", "GraphDriver", "Pass", "jsonable", "needs_async"]
 
@@ -563,13 +572,8 @@ class GraphDriver:
         with self._logging() as conn:
             # Taken in the order the recorder takes it: its suspension of this task is either
             # committed and seen below, or appended after what this opens.
-            conn.execute(
-                select(event_counters_table.c.run_id)
-                .where(event_counters_table.c.run_id == self.run_id)
-                .with_for_update()
-            )
-            finished = select(events_table.c.sequence).where(events_table.c.event_id.in_(closed))
-            if conn.execute(finished).first():
+            lock_run_log(conn, self.run_id)
+            if logged_any(conn, closed):
                 return  # a finished task's saved result, replayed by the entrypoint's re-execution
             caller_ids = set(tasks.callers) - {task_id}
             for pending in interrupts_of_run(conn, self.run_id, statuses=["pending"]):
@@ -626,16 +630,7 @@ class GraphDriver:
     def _start_pass(self) -> tuple[int, str] | None:
         """Mark the run ``running`` if it was ``pending``; the queue version this pass answers
         and the run's status (``None`` when this worker no longer holds the lease)."""
-        with one_statement(self.engine) as conn, conn.begin():
-            row = conn.execute(
-                update(runs_table)
-                .where(runs_table.c.run_id == self.run_id, runs_table.c.lease_owner == self.claim.owner)
-                .values(status=case((runs_table.c.status == "pending", "running"), else_=runs_table.c.status))
-                .returning(runs_table.c.queue_version, runs_table.c.status)
-            ).first()
-        if row is None:
-            return None
-        return int(row.queue_version), str(row.status)
+        return start_pass(self.engine, self.run_id, self.claim.owner)
 
     def _mark_consumed(self, conn: Connection, delivered: list[InterruptRecord]) -> None:
         """Mark the delivered resolutions as consumed: the graph ran past them."""
@@ -681,11 +676,8 @@ class GraphDriver:
                 return Pass.AGAIN  # a resolution committed while the graph ran
             if pending and (state is None or state.interrupts):
                 first = pending[0]
-                params = self._rest_params(claim, now) | {
-                    "rest_status": waiting_status_for(cast(InterruptKind, first.kind)),
-                    "rest_node": first.node_id,
-                }
-                self.rested = _first(driver_statement(_rest_statement()).named(conn, params))
+                status = waiting_status_for(cast(InterruptKind, first.kind))
+                self.rested = rest_run(conn, self._rest_params(claim, now), status=status, node=first.node_id)
                 return Pass.IDLE if self.rested is not None else Pass.AGAIN
             if state is None:
                 needs_state = True  # read outside the transaction, as above
@@ -708,7 +700,7 @@ class GraphDriver:
         """
         params = self._rest_params(claim, now)
         with one_statement(self.engine) as conn, conn.begin():
-            self.rested = _first(driver_statement(_rest_unless_work_statement()).named(conn, params))
+            self.rested = rest_at_oldest_interrupt(conn, params)
         return self.rested is not None
 
     def _rest_with_interrupt(self, conn: Connection, batch: WriteBatch) -> Any:
@@ -740,17 +732,11 @@ class GraphDriver:
         if list(tasks.names.copy()) != [batch.task_id] or self._held.waiting() or self.signal.stop.is_set():
             return None
         params = self._rest_params(claim, self.clock())
-        return _first(driver_statement(_rest_unless_work_statement()).named(conn, params))
+        return rest_at_oldest_interrupt(conn, params)
 
     def _rest_params(self, claim: Claim, now: datetime) -> dict[str, Any]:
-        """The parameters the rest statements share (:func:`_rest_statement` also takes the
-        waiting status and node)."""
-        return {
-            "rest_run_id": self.run_id,
-            "rest_owner": claim.owner,
-            "rest_version": claim.version,
-            "rest_now": now,
-        }
+        """The parameters the rest statements share (see :func:`rest_params`)."""
+        return rest_params(self.run_id, claim.owner, claim.version, now)
 
     def _complete_at_once(
         self, claim: Claim, delivered: list[InterruptRecord], values: Any, now: datetime
@@ -769,7 +755,7 @@ class GraphDriver:
         consumed = consume_one_write(delivered[0].interrupt_id, now=now) if delivered else None
         if consumed is not None:
             params["end_consumed_id"] = delivered[0].interrupt_id
-        gate = (_end_unless_work_statement(consumed is not None), params)
+        gate = end_gate(params, consuming=consumed is not None)
         event = NewEvent("run.completed", {"outputs": outputs})
         holding = self._held.holding()
         try:
@@ -803,7 +789,7 @@ class GraphDriver:
         self._held.close()
         with self.engine.begin() as conn:
             self._mark_consumed(conn, delivered or [])
-            _dequeue(conn, claim)
+            dequeue(conn, claim.run_id, claim.owner)
         return Pass.IDLE
 
     def _end_params(
@@ -816,16 +802,8 @@ class GraphDriver:
         error: dict[str, Any] | None = None,
         node: str | None = None,
     ) -> dict[str, Any]:
-        """The parameters of :func:`_end_statement` (and of its guarded form) for this run."""
-        return {
-            "end_run_id": self.run_id,
-            "end_owner": claim.owner,
-            "end_status": status,
-            "end_outputs": outputs,
-            "end_error": error,
-            "end_node": node,
-            "end_now": now,
-        }
+        """The parameters of :func:`end_run` (and of :func:`end_gate`) for this run."""
+        return end_params(self.run_id, claim.owner, status, now=now, outputs=outputs, error=error, node=node)
 
     def _breach(self, error: BaseException) -> NewEvent | None:
         """``cap.breached`` when the run's own ``recursionLimit`` stopped the graph, else ``None``.
@@ -855,9 +833,9 @@ class GraphDriver:
         now = self.clock()
         node = failed_node if status == "failed" else None
         params = self._end_params(claim, status, outputs=outputs, error=error, node=node, now=now)
-        self.rested = _first(driver_statement(_end_statement()).named(conn, params))  # out of the queue too
+        self.rested = end_run(conn, params)  # out of the queue too
         if self.rested is None:
-            _dequeue(conn, claim)
+            dequeue(conn, claim.run_id, claim.owner)
             return  # cancelled meanwhile: the cancellation already wrote the terminal event
         if status == "completed":
             event = NewEvent("run.completed", {"outputs": outputs or {}})
@@ -1009,137 +987,9 @@ def _node_failed(name: str, error: dict[str, Any]) -> NewEvent:
     return NewEvent("node.failed", {"nodeId": name, "error": error, "attempts": 1}, node_id=name)
 
 
-def _dequeue(conn: Connection, claim: Claim) -> None:
-    params = {"deq_run_id": claim.run_id, "deq_owner": claim.owner}
-    driver_statement(_dequeue_statement()).rowcount(conn, params)
-
-
 def _outputs_of(values: Any) -> dict[str, Any]:
     """The run's ``outputs``: the graph's final state as JSON (a non-dict state as ``value``)."""
     return jsonable(values) if isinstance(values, dict) else {"value": jsonable(values)}
-
-
-def _first(rows: list[Any]) -> Any:
-    return rows[0] if rows else None
-
-
-# The statements of a pass's end, compiled once (parameters, not values, vary per run).
-
-
-@functools.cache
-def _dequeue_statement() -> Any:
-    return (
-        update(runs_table)
-        .where(
-            runs_table.c.run_id == bindparam("deq_run_id"),
-            runs_table.c.lease_owner == bindparam("deq_owner"),
-        )
-        .values(queued_at=None, lease_owner=None, lease_until=None)
-    )
-
-
-@functools.cache
-def _rest_statement() -> Any:
-    """The run waits on an interrupt: out of the queue, unless work arrived since the claim."""
-    now = bindparam("rest_now", type_=runs_table.c.updated_at.type)
-    return (
-        update(runs_table)
-        .where(
-            runs_table.c.run_id == bindparam("rest_run_id"),
-            runs_table.c.lease_owner == bindparam("rest_owner"),
-            runs_table.c.queue_version == bindparam("rest_version"),
-            unfinished(),
-        )
-        .values(
-            status=bindparam("rest_status"),
-            current_node_id=bindparam("rest_node"),
-            updated_at=now,
-            queued_at=None,
-            lease_owner=None,
-            lease_until=None,
-        )
-        .returning(*runs_table.c)
-    )
-
-
-@functools.cache
-def _rest_unless_work_statement() -> Any:
-    """:func:`_rest_statement` at the run's oldest pending interrupt (its waiting status, its
-    node), read in the statement, which changes nothing while a resolution of the run awaits
-    delivery or when none is pending: what :meth:`GraphDriver._settle` would read first,
-    folded into the write. A resolution committing meanwhile bumps the queue version, so the
-    row no longer matches, as with a read and a write."""
-    interrupts = interrupts_table
-    oldest = (
-        select(interrupts.c.run_id, interrupts.c.kind, interrupts.c.node_id)
-        .where(interrupts.c.run_id == bindparam("rest_run_id"), interrupts.c.status == "pending")
-        .order_by(interrupts.c.created_at, interrupts.c.visit_index, interrupts.c.ordinal)
-        .limit(1)
-        .subquery("oldest")
-    )
-    status = case({kind: waiting_status_for(kind) for kind in INTERRUPT_KINDS}, value=oldest.c.kind)
-    return (
-        _rest_statement()
-        .where(
-            runs_table.c.run_id == oldest.c.run_id, status.is_not(None), ~_awaiting_delivery("rest_run_id")
-        )
-        .values(status=status, current_node_id=oldest.c.node_id)
-    )
-
-
-@functools.cache
-def _end_unless_work_statement(consuming: bool) -> Any:
-    """:func:`_end_statement`, which changes nothing while a resolution of the run awaits
-    delivery (other than ``end_consumed_id``, consumed beside it when ``consuming``) or once
-    its log is closed: what :meth:`GraphDriver._settle` would read first, folded into the
-    write, so that the run ends only with its terminal event appended in the same statement."""
-    # Consumed in the same statement, the delivered resolution still looks unconsumed here.
-    besides = [interrupts_table.c.interrupt_id != bindparam("end_consumed_id")] if consuming else []
-    closed = select(event_counters_table.c.run_id).where(
-        event_counters_table.c.run_id == bindparam("end_run_id"), event_counters_table.c.closed.is_(True)
-    )
-    return _end_statement().where(~_awaiting_delivery("end_run_id", *besides), ~closed.exists())
-
-
-def _awaiting_delivery(run_param: str, *also: ColumnElement[bool]) -> Exists:
-    """Whether the run (parameter ``run_param``) has a resolution (or a timeout) not yet
-    delivered to its graph, among the interrupts that match ``also``."""
-    interrupts = interrupts_table
-    return (
-        select(interrupts.c.interrupt_id)
-        .where(
-            interrupts.c.run_id == bindparam(run_param),
-            # Not ``in_``: a literal list renders per execution, and this is compiled once.
-            or_(interrupts.c.status == "resolved", interrupts.c.status == "expired"),
-            interrupts.c.consumed_at.is_(None),
-            *also,
-        )
-        .exists()
-    )
-
-
-@functools.cache
-def _end_statement() -> Any:
-    """The run ends (unless it ended already: a cancellation that came first) and, if this
-    drive holds its lease, leaves the queue (as :func:`_dequeue`) in the same statement."""
-    now = bindparam("end_now", type_=runs_table.c.updated_at.type)
-    held = runs_table.c.lease_owner == bindparam("end_owner")
-    return (
-        update(runs_table)
-        .where(runs_table.c.run_id == bindparam("end_run_id"), unfinished())
-        .values(
-            status=bindparam("end_status"),
-            outputs=bindparam("end_outputs", type_=runs_table.c.outputs.type),
-            error=bindparam("end_error", type_=runs_table.c.error.type),
-            current_node_id=bindparam("end_node"),
-            updated_at=now,
-            completed_at=now,
-            queued_at=case((held, None), else_=runs_table.c.queued_at),
-            lease_owner=case((held, None), else_=runs_table.c.lease_owner),
-            lease_until=case((held, None), else_=runs_table.c.lease_until),
-        )
-        .returning(*runs_table.c)
-    )
 
 
 def _node_value(record: InterruptRecord) -> Any:
