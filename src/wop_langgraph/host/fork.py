@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from langgraph.types import Interrupt
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine
 
 from wop_langgraph.host.keys import interrupt_id_for
 from wop_langgraph.host.principal import Principal
@@ -36,12 +36,20 @@ from wop_langgraph.host.replay import redeliver
 from wop_langgraph.nodes._suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.errors import IdTenantMismatch, NotFound, ValidationError, WopError
 from wop_langgraph.protocol.ids import mint_tenant_id
-from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table, checkpoints_table
 from wop_langgraph.store.events import NewEvent, StoredEvent, append_events, read_events
+from wop_langgraph.store.fork_copy import (
+    checkpoint_row,
+    copy_checkpoint,
+    copy_write,
+    insert_fork_run,
+    latest_checkpoint_writing,
+    root_checkpoints,
+    root_task_ids,
+    writes_of,
+)
 from wop_langgraph.store.forks import ForkMode, ForkRecord, insert_fork
 from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run
 from wop_langgraph.store.run_queue import enqueue
-from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import get_run
 
 if TYPE_CHECKING:
@@ -120,7 +128,7 @@ def fork_run(
         _check_point(events, from_seq)
         fork_id = mint_tenant_id(principal.tenant)
         record = ForkRecord(fork_id, run_id, fork_mode, from_seq)
-        _insert_run(conn, source, fork_id, overlay, now)
+        insert_fork_run(conn, source, fork_id, overlay, now)
         insert_fork(conn, record, now=now)
         copier = _Copier(conn, source.run_id, fork_id, events, from_seq, now, host.saver.serde)
         recorder = host.saver.recorder
@@ -171,32 +179,6 @@ def _check_point(events: list[StoredEvent], from_seq: int) -> None:
             f"fromSeq {from_seq} lies past the source's terminal event at {terminal}",
             details={"fromSeq": from_seq, "terminalSequence": terminal},
         )
-
-
-def _insert_run(
-    conn: Connection, source: Any, fork_id: str, overlay: Mapping[str, Any], now: datetime
-) -> None:
-    """The fork's run row: the source's workflow, inputs, owner (verbatim) and run options.
-
-    No ``callbackUrl``: a fork does not inherit its source's push configuration (replay.md
-    §Fan-out), so nothing of the copied history is delivered again.
-    """
-    conn.execute(
-        runs_table.insert().values(
-            run_id=fork_id,
-            workflow_id=source.workflow_id,
-            tenant=source.tenant,
-            owner=source.owner,
-            status="pending",
-            inputs=source.inputs,
-            configurable=overlay.get("configurable", source.configurable),
-            tags=overlay.get("tags", source.tags),
-            run_metadata=overlay.get("metadata", source.run_metadata),
-            callback_url=None,
-            created_at=now,
-            updated_at=now,
-        )
-    )
 
 
 def _under_task(record: InterruptRecord, task_id: str) -> bool:
@@ -279,14 +261,7 @@ class _Copier:
 
     def _tasks(self) -> dict[str, _Task]:
         """Every task with writes on a root checkpoint of the source, with its node events."""
-        task_ids = self.conn.execute(
-            select(checkpoint_writes_table.c.task_id)
-            .where(
-                checkpoint_writes_table.c.thread_id == self.source_id,
-                checkpoint_writes_table.c.checkpoint_ns == "",
-            )
-            .distinct()
-        ).scalars()
+        task_ids = root_task_ids(self.conn, self.source_id)
         tasks: dict[str, _Task] = {}
         for task_id in task_ids:
             seqs: list[int] = []
@@ -319,12 +294,7 @@ class _Copier:
         """
         if self.from_seq == 0:
             return
-        cp = checkpoints_table
-        rows = self.conn.execute(
-            select(cp)
-            .where(cp.c.thread_id == self.source_id, cp.c.checkpoint_ns == "")
-            .order_by(cp.c.checkpoint_id)
-        ).all()
+        rows = root_checkpoints(self.conn, self.source_id)
         chosen: Any = None
         for index, row in enumerate(rows):
             chosen = row
@@ -343,9 +313,7 @@ class _Copier:
                 "(its checkpoints were pruned or deleted)",
                 details={"sourceRunId": self.source_id, "fromSeq": self.from_seq},
             )
-        values = dict(chosen._mapping)
-        values.update(thread_id=self.fork_id, parent_checkpoint_id=None, run_id=None)
-        self.conn.execute(cp.insert().values(**values))
+        copy_checkpoint(self.conn, chosen, self.fork_id)
         for write in self._writes(chosen.checkpoint_id):
             task = tasks.get(write.task_id)
             # A task without node events (the input, channel bookkeeping) is state, not an execution.
@@ -358,7 +326,7 @@ class _Copier:
             copied["thread_id"] = self.fork_id
             if not done and not self._waiting_write(write, copied, asked):
                 continue  # the task runs again in the fork and writes this anew
-            self.conn.execute(checkpoint_writes_table.insert().values(**copied))
+            copy_write(self.conn, copied)
         self._copy_subgraphs(tasks, asked)
 
     def _waiting_write(self, write: Any, copied: dict[str, Any], asked: list[InterruptRecord]) -> bool:
@@ -382,7 +350,6 @@ class _Copier:
         writes hold the next task of the interrupt's path is copied at each level, so the
         subgraph resumes where it waited instead of starting again.
         """
-        cp, w = checkpoints_table, checkpoint_writes_table
         done_ns: set[tuple[str, str]] = set()
         for record in asked:
             parts = record.checkpoint_ns.split("|")
@@ -393,38 +360,21 @@ class _Copier:
                 continue
             for level in range(1, len(parts)):
                 ns, next_task = "|".join(parts[:level]), parts[level].rsplit(":", 1)[-1]
-                holder = self.conn.execute(
-                    select(w.c.checkpoint_id)
-                    .where(w.c.thread_id == self.source_id, w.c.checkpoint_ns == ns, w.c.task_id == next_task)
-                    .order_by(w.c.checkpoint_id.desc())
-                    .limit(1)
-                ).scalar()
+                holder = latest_checkpoint_writing(self.conn, self.source_id, ns, next_task)
                 if holder is None or (ns, holder) in done_ns:
                     continue
                 done_ns.add((ns, holder))
-                row = self.conn.execute(
-                    select(cp).where(
-                        cp.c.thread_id == self.source_id,
-                        cp.c.checkpoint_ns == ns,
-                        cp.c.checkpoint_id == holder,
-                    )
-                ).first()
+                row = checkpoint_row(self.conn, self.source_id, ns, holder)
                 if row is None:
                     continue
-                values = dict(row._mapping)
-                values.update(thread_id=self.fork_id, parent_checkpoint_id=None, run_id=None)
-                self.conn.execute(cp.insert().values(**values))
-                writes = self.conn.execute(
-                    select(w).where(
-                        w.c.thread_id == self.source_id, w.c.checkpoint_ns == ns, w.c.checkpoint_id == holder
-                    )
-                ).all()
+                copy_checkpoint(self.conn, row, self.fork_id)
+                writes = writes_of(self.conn, self.source_id, holder, ns, ordered=False)
                 for write in writes:
                     copied = dict(write._mapping)
                     copied["thread_id"] = self.fork_id
                     if write.task_id == next_task and not self._waiting_write(write, copied, asked):
                         continue
-                    self.conn.execute(w.insert().values(**copied))
+                    copy_write(self.conn, copied)
 
     def _resume_write(self, write: Any, asked: list[InterruptRecord]) -> tuple[str, bytes] | None:
         """The task's ``__resume__`` write cut to the answers the fork must not deliver again.
@@ -490,18 +440,7 @@ class _Copier:
         return str(kind), bytes(blob)
 
     def _writes(self, checkpoint_id: str) -> list[Any]:
-        w = checkpoint_writes_table
-        return list(
-            self.conn.execute(
-                select(w)
-                .where(
-                    w.c.thread_id == self.source_id,
-                    w.c.checkpoint_ns == "",
-                    w.c.checkpoint_id == checkpoint_id,
-                )
-                .order_by(w.c.task_id, w.c.idx)
-            ).all()
-        )
+        return writes_of(self.conn, self.source_id, checkpoint_id)
 
     # -- events and interrupts -------------------------------------------------------------------
 
