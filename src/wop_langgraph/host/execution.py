@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select, update
+from sqlalchemy import Connection, Engine
 
 from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
 from wop_langgraph.host.held_writes import HeldWrites
@@ -40,12 +40,13 @@ from wop_langgraph.store.run_queue import (
     claim_reads,
     claim_run,
     claimed_from,
+    free_leases,
+    lease_owners,
     notify,
-    queued,
     renew,
 )
 from wop_langgraph.store.run_queue import release as release_lease
-from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.runs import queue_entry
 from wop_langgraph.store.statements import Reads
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "Executor", "RunOptions", "run_option"]
@@ -256,11 +257,7 @@ class Executor:
                     return  # at rest (work that arrives from now on is the next caller's)
                 continue
             with reading(self.engine) as conn:
-                row = conn.execute(
-                    select(runs_table.c.queued_at, runs_table.c.workflow_id).where(
-                        runs_table.c.run_id == run_id
-                    )
-                ).first()
+                row = queue_entry(conn, run_id)
             if row is None or row.queued_at is None:
                 return
             with self._guard:
@@ -288,27 +285,12 @@ class Executor:
         """
         prefix = self.owner.rsplit(":", 2)[0] + ":"
         with reading(self.engine) as conn:
-            owners = [
-                str(o)
-                for (o,) in conn.execute(
-                    select(runs_table.c.lease_owner)
-                    .where(queued(), runs_table.c.lease_owner.like(prefix + "%"))
-                    .distinct()
-                )
-            ]
+            owners = lease_owners(conn, prefix)
         dead = [o for o in owners if o != self.owner and not _process_alive(o)]
         if not dead:
             return 0
         with self.engine.begin() as conn:
-            freed = [
-                str(run_id)
-                for (run_id,) in conn.execute(
-                    update(runs_table)
-                    .where(runs_table.c.lease_owner.in_(dead))
-                    .values(lease_owner=None, lease_until=None)
-                    .returning(runs_table.c.run_id)
-                )
-            ]
+            freed = free_leases(conn, dead)
             for run_id in freed:  # announced like a released lease: workers need not poll for it
                 notify(conn, QUEUE_CHANNEL, run_id)
         for run_id in freed:

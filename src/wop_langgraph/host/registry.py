@@ -8,12 +8,12 @@ from typing import Any
 
 from langgraph.pregel import Pregel
 from langgraph.types import RetryPolicy
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from wop_langgraph.adapters.policy import ApprovalPolicy
 from wop_langgraph.host.driver import needs_async
 from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, NotFound, ValidationError
-from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.runs import workflow_of
 from wop_langgraph.store.saver import AsyncSQLModelSaver, SQLModelSaver
 
 __all__ = ["CAPABILITY_KEYS", "GraphRegistry", "RegisteredGraph", "require_compiled"]
@@ -180,9 +180,7 @@ class GraphRegistry:
         """
         if not any(g.approval_policies for g in self._graphs.values()):
             return None
-        workflow_id = conn.execute(
-            select(runs_table.c.workflow_id).where(runs_table.c.run_id == run_id)
-        ).scalar()
+        workflow_id = workflow_of(conn, run_id)
         registered = self._graphs.get(str(workflow_id))
         return None if registered is None else registered.approval_policies.get(node_id)
 

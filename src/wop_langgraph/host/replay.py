@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from langgraph.types import Interrupt
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine
 
 from wop_langgraph.adapters.functional import recorded_by_caller
 from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
@@ -26,10 +26,9 @@ from wop_langgraph.nodes._context import stable_id
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import last_sequence, read_events
-from wop_langgraph.store.forks import ForkRecord, fork_of
+from wop_langgraph.store.forks import ForkRecord, fork_of, node_outcomes_logged
 from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run
 from wop_langgraph.store.recording import WriteBatch
-from wop_langgraph.store.run_tables import events_table
 
 __all__ = ["ForkAwareRecorder", "RecordedFailure", "ReplayRecord", "ReplaySourceMissing", "redeliver"]
 
@@ -241,13 +240,7 @@ class ReplayRecord:
         if fork is None:
             return None
         with reading(self._engine) as conn:
-            so_far = conn.execute(
-                select(func.count()).where(
-                    events_table.c.run_id == self._run_id,
-                    events_table.c.node_id == node_id,
-                    events_table.c.type.in_(ended),
-                )
-            ).scalar_one()
+            so_far = node_outcomes_logged(conn, self._run_id, node_id)
             outcomes = read_events(conn, fork.source_run_id, types=ended)
         recorded = [e for e in outcomes if e.node_id == node_id]
         n = int(so_far) + 1
@@ -277,13 +270,7 @@ class ReplayRecord:
         if fork is None:
             return None
         with reading(self._engine) as conn:
-            so_far = conn.execute(
-                select(func.count()).where(
-                    events_table.c.run_id == self._run_id,
-                    events_table.c.node_id == node_id,
-                    events_table.c.type.in_(ended),
-                )
-            ).scalar_one()
+            so_far = node_outcomes_logged(conn, self._run_id, node_id)
             recorded = [e for e in read_events(conn, fork.source_run_id, types=ended) if e.node_id == node_id]
             source_end = last_sequence(conn, fork.source_run_id)
         n = int(so_far) + 1

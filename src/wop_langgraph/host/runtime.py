@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
-from sqlalchemy import Connection, Engine, bindparam, func, select, update
+from sqlalchemy import Connection, Engine
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.adapters.policy import ApprovalPolicy
@@ -64,8 +64,13 @@ from wop_langgraph.store.run_queue import (
     renew,
     unqueued_stragglers,
 )
-from wop_langgraph.store.run_tables import runs_table
-from wop_langgraph.store.runs import TERMINAL_STATUSES, RunFilter, get_run
+from wop_langgraph.store.runs import (
+    RunFilter,
+    cancel_run_row,
+    get_run,
+    insert_run_leading,
+    run_status,
+)
 from wop_langgraph.store.saver import SQLModelSaver
 from wop_langgraph.store.statements import Reads
 
@@ -346,10 +351,7 @@ class WopHost:
                 values = row | queue
                 # Leased here, other processes' workers have nothing to take: no NOTIFY.
                 notifies = postgres and lease is None
-                params = {f"new_run_{name}": value for name, value in values.items()}
-                if notifies:
-                    params["new_run_queue_channel"] = QUEUE_CHANNEL
-                leading = (_insert_run_statement(tuple(values), notify=notifies), params)
+                leading = insert_run_leading(values, notify_channel=QUEUE_CHANNEL if notifies else None)
                 # A run this caller drives is told of to no one until the drive's first commit,
                 # which is synchronous and makes the run durable with it: no WAL flush of its own.
                 asynchronously = lease is not None and connect is one_statement
@@ -543,24 +545,11 @@ class WopHost:
         """
         now = self.clock()
         with self.engine.begin() as conn:
-            changed = conn.execute(
-                update(runs_table)
-                .where(runs_table.c.run_id == run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
-                .values(
-                    status="cancelled",
-                    current_node_id=None,
-                    updated_at=now,
-                    completed_at=now,
-                    queued_at=None,
-                )
-            ).rowcount
-            if not changed:
-                row = conn.execute(select(runs_table.c.status).where(runs_table.c.run_id == run_id)).first()
-                if row is None:
+            if not cancel_run_row(conn, run_id, now=now):
+                status = run_status(conn, run_id)
+                if status is None:
                     raise NotFound(f"no run {run_id!r}")
-                raise RunTerminal(
-                    f"run {run_id!r} is already {row.status}", details={"runStatus": row.status}
-                )
+                raise RunTerminal(f"run {run_id!r} is already {status}", details={"runStatus": status})
             cancel_pending(conn, run_id, now=now)
             payload: dict[str, Any] = {}
             if reason:
@@ -790,18 +779,6 @@ class WopHost:
         if row is None:
             raise NotFound(f"no run {run_id!r}")
         return row
-
-
-@functools.cache
-def _insert_run_statement(columns: tuple[str, ...], *, notify: bool) -> Any:
-    """The insert of a new run's row with these columns (parameters ``new_run_<column>``),
-    compiled once per column set; with ``notify`` it also sends the queue's NOTIFY (PostgreSQL,
-    parameter ``new_run_queue_channel``)."""
-    values = {name: bindparam(f"new_run_{name}", type_=runs_table.c[name].type) for name in columns}
-    statement = runs_table.insert().values(values)
-    if notify:
-        return statement.returning(func.pg_notify(bindparam("new_run_queue_channel"), runs_table.c.run_id))
-    return statement
 
 
 def _snapshot_of(row: Any) -> dict[str, Any]:

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import BigInteger, Column, Connection, DateTime, String, Table, select
+from sqlalchemy import BigInteger, Column, Connection, DateTime, String, Table, func, select
 from sqlmodel import SQLModel
 
-__all__ = ["ForkMode", "ForkRecord", "fork_of", "forks_table", "insert_fork"]
+from wop_langgraph.store.run_tables import events_table
+
+__all__ = ["ForkMode", "ForkRecord", "fork_of", "forks_table", "insert_fork", "node_outcomes_logged"]
 
 ForkMode = Literal["replay", "branch"]
 
@@ -63,3 +65,17 @@ def fork_of(conn: Connection, run_id: str) -> ForkRecord | None:
         return None
     mode: ForkMode = "replay" if row.mode == "replay" else "branch"
     return ForkRecord(row.run_id, row.source_run_id, mode, int(row.from_seq))
+
+
+def node_outcomes_logged(conn: Connection, run_id: str, node_id: str) -> int:
+    """How many outcomes (``node.completed`` / ``node.failed``) ``node_id`` logged in ``run_id``:
+    a replayed node's next execution takes the source's outcome of the same rank."""
+    return int(
+        conn.execute(
+            select(func.count()).where(
+                events_table.c.run_id == run_id,
+                events_table.c.node_id == node_id,
+                events_table.c.type.in_(("node.completed", "node.failed")),
+            )
+        ).scalar_one()
+    )

@@ -54,6 +54,8 @@ __all__ = [
     "created_queued",
     "enqueue",
     "finish",
+    "free_leases",
+    "lease_owners",
     "notify",
     "queued",
     "release",
@@ -107,6 +109,29 @@ class ClaimedRun:
     #: ``(checkpoint,)``: the run's latest checkpoint (a ``CheckpointTuple``, ``None`` if it
     #: has none), read in the transaction that took the claim; ``None``: not read.
     saved: tuple[Any] | None = None
+
+
+def lease_owners(conn: Connection, prefix: str) -> list[str]:
+    """The owners (starting with ``prefix``) of leases on queued runs, each once."""
+    return [
+        str(o)
+        for (o,) in conn.execute(
+            select(_runs.c.lease_owner).where(queued(), _runs.c.lease_owner.like(prefix + "%")).distinct()
+        )
+    ]
+
+
+def free_leases(conn: Connection, owners: Collection[str]) -> list[str]:
+    """Drop every lease held by one of ``owners`` (the runs stay queued); the runs freed."""
+    return [
+        str(run_id)
+        for (run_id,) in conn.execute(
+            update(_runs)
+            .where(_runs.c.lease_owner.in_(list(owners)))
+            .values(lease_owner=None, lease_until=None)
+            .returning(_runs.c.run_id)
+        )
+    ]
 
 
 def notify(conn: Connection, channel: str, payload: str) -> None:

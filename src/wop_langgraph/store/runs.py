@@ -1,4 +1,5 @@
-"""Reading run rows: the one place the host looks a run up by id, and lists a tenant's runs."""
+"""Run rows: the one place the host looks a run up by id, lists a tenant's runs, creates and
+cancels a run."""
 
 from __future__ import annotations
 
@@ -8,13 +9,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, String, and_, bindparam, exists, func, or_, select
+from sqlalchemy import ColumnElement, Connection, String, and_, bindparam, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import JSONB
 
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.statements import driver_statement
 
-__all__ = ["TERMINAL_STATUSES", "RunFilter", "get_run", "list_runs", "unfinished"]
+__all__ = [
+    "TERMINAL_STATUSES",
+    "RunFilter",
+    "cancel_run_row",
+    "get_run",
+    "insert_run_leading",
+    "list_runs",
+    "queue_entry",
+    "run_status",
+    "unfinished",
+    "workflow_of",
+]
 
 #: Statuses a run never leaves.
 TERMINAL_STATUSES = ("completed", "failed", "cancelled")
@@ -33,6 +45,64 @@ def unfinished() -> ColumnElement[bool]:
     the statements that use this are compiled once (see :mod:`.statements`).
     """
     return and_(*(runs_table.c.status != status for status in TERMINAL_STATUSES))
+
+
+def workflow_of(conn: Connection, run_id: str) -> str | None:
+    """The workflow id of ``run_id`` (``None`` if there is no such run)."""
+    found = conn.execute(select(runs_table.c.workflow_id).where(runs_table.c.run_id == run_id)).scalar()
+    return None if found is None else str(found)
+
+
+def queue_entry(conn: Connection, run_id: str) -> Any | None:
+    """The run's ``queued_at`` and ``workflow_id`` (a row), or ``None`` if there is no such run."""
+    return conn.execute(
+        select(runs_table.c.queued_at, runs_table.c.workflow_id).where(runs_table.c.run_id == run_id)
+    ).first()
+
+
+def run_status(conn: Connection, run_id: str) -> str | None:
+    """The run's status (``None`` if there is no such run)."""
+    row = conn.execute(select(runs_table.c.status).where(runs_table.c.run_id == run_id)).first()
+    return None if row is None else str(row.status)
+
+
+def cancel_run_row(conn: Connection, run_id: str, *, now: datetime) -> bool:
+    """Mark the run ``cancelled`` and out of the queue, unless it is terminal; whether it was
+    not (the row changed)."""
+    changed = conn.execute(
+        update(runs_table)
+        .where(runs_table.c.run_id == run_id, runs_table.c.status.not_in(TERMINAL_STATUSES))
+        .values(
+            status="cancelled",
+            current_node_id=None,
+            updated_at=now,
+            completed_at=now,
+            queued_at=None,
+        )
+    ).rowcount
+    return bool(changed)
+
+
+def insert_run_leading(values: dict[str, Any], *, notify_channel: str | None) -> tuple[Any, dict[str, Any]]:
+    """A new run's row with ``values`` (column -> value), as the statement and parameters that
+    lead the append of its ``run.started`` (one statement with it); with ``notify_channel``
+    (PostgreSQL) the statement also sends the queue's NOTIFY."""
+    params = {f"new_run_{name}": value for name, value in values.items()}
+    if notify_channel is not None:
+        params["new_run_queue_channel"] = notify_channel
+    return _insert_run_statement(tuple(values), notify=notify_channel is not None), params
+
+
+@functools.cache
+def _insert_run_statement(columns: tuple[str, ...], *, notify: bool) -> Any:
+    """The insert of a new run's row with these columns (parameters ``new_run_<column>``),
+    compiled once per column set; with ``notify`` it also sends the queue's NOTIFY (PostgreSQL,
+    parameter ``new_run_queue_channel``)."""
+    values = {name: bindparam(f"new_run_{name}", type_=runs_table.c[name].type) for name in columns}
+    statement = runs_table.insert().values(values)
+    if notify:
+        return statement.returning(func.pg_notify(bindparam("new_run_queue_channel"), runs_table.c.run_id))
+    return statement
 
 
 @functools.cache
