@@ -13,14 +13,13 @@ or ``node.failed``) commits in the transaction of the writes it describes.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
 from langgraph.types import Interrupt
-from sqlalchemy import Connection, bindparam, or_, select, update
+from sqlalchemy import Connection
 
 from wop_langgraph._clock import utcnow
 from wop_langgraph.adapters import payload_for
@@ -39,11 +38,12 @@ from wop_langgraph.store.interrupts import (
     conflicting,
     insert_interrupt,
     inserting_gate,
+    known_interrupts,
+    mark_waiting,
     record_of,
+    waiting_params,
 )
 from wop_langgraph.store.recording import WriteBatch
-from wop_langgraph.store.run_tables import interrupts_table, runs_table
-from wop_langgraph.store.statements import driver_statement
 
 __all__ = ["InterruptRecorder", "TaskWritesListener", "suspend_reason"]
 
@@ -167,7 +167,7 @@ class InterruptRecorder:
         run_id = batch.thread_id
         # One narrow read of the run's interrupts answers every question below (replay? same
         # execution? visit index? free key?); the insert's conflict loop covers concurrent writers.
-        known = driver_statement(_known_statement()).named(conn, {"known_run": run_id})
+        known = known_interrupts(conn, run_id)
         if any(row.lg_interrupt_id == item.id for row in known):
             return
         node_id, task_ns, payload = _unwrap(batch, item)
@@ -187,12 +187,7 @@ class InterruptRecorder:
         taken = {row.key for row in known}
         now = self._clock()
         timeout = payload.get("timeoutMs")
-        waiting = {
-            "wait_run": run_id,
-            "wait_status": waiting_status_for(cast(InterruptKind, kind)),
-            "wait_node": node_id,
-            "wait_now": now,
-        }
+        waiting = waiting_params(run_id, waiting_status_for(cast(InterruptKind, kind)), node_id, now)
         collision = 0
         while True:
             key, collision = _free_key(taken, run_id, node_id, visit_index, ordinal, collision)
@@ -219,9 +214,7 @@ class InterruptRecorder:
                 stored, inserted = insert_interrupt(conn, record)
                 if inserted:
                     # The run waits from the statement that tells of the interrupt.
-                    append_events(
-                        conn, run_id, _told(record), now=now, leading=(_waiting_statement(), waiting)
-                    )
+                    append_events(conn, run_id, _told(record), now=now, leading=mark_waiting(waiting))
             if inserted:
                 break
             if stored.lg_interrupt_id == item.id:
@@ -232,34 +225,6 @@ class InterruptRecorder:
             collision += 1
         for hook in self.on_requested:
             hook(conn, stored)
-
-
-@functools.cache
-def _known_statement() -> Any:
-    """What :meth:`InterruptRecorder._record_one` reads of a run's interrupts (compiled once)."""
-    return select(
-        interrupts_table.c.lg_interrupt_id,
-        interrupts_table.c.key,
-        interrupts_table.c.node_id,
-        interrupts_table.c.checkpoint_ns,
-        interrupts_table.c.visit_index,
-        interrupts_table.c.status,
-    ).where(interrupts_table.c.run_id == bindparam("known_run"))
-
-
-@functools.cache
-def _waiting_statement() -> Any:
-    """A moving run now waits on the interrupt just recorded (compiled once)."""
-    moving = or_(runs_table.c.status == "pending", runs_table.c.status == "running")
-    return (
-        update(runs_table)
-        .where(runs_table.c.run_id == bindparam("wait_run"), moving)
-        .values(
-            status=bindparam("wait_status"),
-            current_node_id=bindparam("wait_node"),
-            updated_at=bindparam("wait_now", type_=runs_table.c.updated_at.type),
-        )
-    )
 
 
 def _told(record: InterruptRecord) -> list[NewEvent]:

@@ -38,13 +38,16 @@ __all__ = [
     "inserting_gate",
     "interrupts_at_node",
     "interrupts_of_run",
+    "known_interrupts",
     "list_pending",
     "lock_interrupt",
     "mark_consumed",
+    "mark_waiting",
     "next_deadline",
     "record_of",
     "resolved_unconsumed",
     "set_votes",
+    "waiting_params",
 ]
 
 InterruptStatus = Literal["pending", "resolved", "cancelled", "expired"]
@@ -115,6 +118,53 @@ def _insert_statement(dialect_name: str) -> Any:
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     values = {name: bindparam(f"new_{name}", type_=_table.c[name].type) for name in _FIELDS}
     return dialect.insert(_table).values(values).on_conflict_do_nothing().returning(*_table.c)
+
+
+def known_interrupts(conn: Connection, run_id: str) -> list[Any]:
+    """What the recorder reads of a run's interrupts before recording one: each one's
+    LangGraph id, key, node, task namespace, visit index and status (named tuples)."""
+    return driver_statement(_known_statement()).named(conn, {"known_run": run_id})
+
+
+def waiting_params(run_id: str, status: str, node_id: str, now: datetime) -> dict[str, Any]:
+    """The parameters of a run's move to a waiting ``status`` at ``node_id`` (for
+    :func:`mark_waiting` and :func:`inserting_gate`)."""
+    return {"wait_run": run_id, "wait_status": status, "wait_node": node_id, "wait_now": now}
+
+
+def mark_waiting(waiting: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """A moving (``pending`` or ``running``) run now waits on the interrupt just recorded
+    (``waiting`` from :func:`waiting_params`): the statement and parameters, to lead the
+    append of the events that tell of the interrupt."""
+    return _waiting_statement(), waiting
+
+
+@functools.cache
+def _known_statement() -> Any:
+    """What the recorder reads of a run's interrupts (compiled once)."""
+    return select(
+        interrupts_table.c.lg_interrupt_id,
+        interrupts_table.c.key,
+        interrupts_table.c.node_id,
+        interrupts_table.c.checkpoint_ns,
+        interrupts_table.c.visit_index,
+        interrupts_table.c.status,
+    ).where(interrupts_table.c.run_id == bindparam("known_run"))
+
+
+@functools.cache
+def _waiting_statement() -> Any:
+    """A moving run now waits on the interrupt just recorded (compiled once)."""
+    moving = or_(runs_table.c.status == "pending", runs_table.c.status == "running")
+    return (
+        update(runs_table)
+        .where(runs_table.c.run_id == bindparam("wait_run"), moving)
+        .values(
+            status=bindparam("wait_status"),
+            current_node_id=bindparam("wait_node"),
+            updated_at=bindparam("wait_now", type_=runs_table.c.updated_at.type),
+        )
+    )
 
 
 def inserting_gate(record: InterruptRecord, waiting: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
