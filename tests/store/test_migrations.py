@@ -11,8 +11,10 @@ from sqlmodel import SQLModel
 from tests.store.conftest import config_of, new_thread, put_chain
 
 import wop_langgraph.notify.table
+import wop_langgraph.store.callbacks
 import wop_langgraph.store.checkpoint_tables
 import wop_langgraph.store.forks
+import wop_langgraph.store.lg_threads
 import wop_langgraph.store.run_tables
 from wop_langgraph.protocol.errors import StoreError
 from wop_langgraph.store import SQLModelSaver, migrations
@@ -45,7 +47,7 @@ def _indexes(engine: Engine, name: str) -> set[str]:
 
 
 def test_upgrade_creates_every_store_table_from_empty(engine: Engine) -> None:
-    assert upgrade(engine) == HEAD == 6
+    assert upgrade(engine) == HEAD == 7
     names = set(inspect(engine).get_table_names())
     assert {t.name for t in _store_tables()} | {"wop_schema_version"} <= names
     assert {"wop_runs", "wop_events", "wop_event_counters", "wop_interrupts", "wop_idempotency"} <= names

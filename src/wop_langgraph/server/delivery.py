@@ -1,7 +1,8 @@
 """Callback delivery: when a run with a ``callbackUrl`` suspends, POST the interrupt and a token to it.
 
 Delivery runs on a background thread, never on the request path. Each pending interrupt is
-claimed once in the server's own ``wop_server_callbacks`` table (insert-or-nothing), so with
+claimed once in the store's ``wop_server_callbacks`` table (insert-or-nothing,
+:mod:`wop_langgraph.store.callbacks`), so with
 several replicas over one database exactly one of them delivers it. The request is
 
     POST <callbackUrl>
@@ -38,37 +39,27 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from sqlalchemy import Column, DateTime, Engine, Integer, MetaData, String, Table, Text, select, update
-from sqlalchemy.dialects import postgresql, sqlite
-
 from wop_langgraph.host import WopHost
 from wop_langgraph.host.eligibility import bearer_only, counts_votes
 from wop_langgraph.protocol.egress import AllowList, IPAddress, check_resolved_addresses
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.server.interrupt_lookup import mint_for
+from wop_langgraph.store.callbacks import (
+    callback_url_of,
+    claim_callback,
+    record_callback,
+    runs_awaiting_callbacks,
+)
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.interrupts import InterruptRecord
-from wop_langgraph.store.run_tables import interrupts_table, runs_table
 from wop_langgraph.tokens import Intent, SigningKeys
 
-__all__ = ["CallbackDelivery", "DeliveryPolicy", "attach_callbacks", "callbacks_table", "sign"]
+__all__ = ["CallbackDelivery", "DeliveryPolicy", "attach_callbacks", "sign"]
 
 if TYPE_CHECKING:
     from wop_langgraph.server.settings import Settings
 
 _log = logging.getLogger("wop_langgraph.server.delivery")
-_metadata = MetaData()
-callbacks_table = Table(
-    "wop_server_callbacks",
-    _metadata,
-    Column("interrupt_id", String(300), primary_key=True),
-    Column("run_id", String(300), nullable=False, index=True),
-    Column("state", String(16), nullable=False),
-    Column("attempts", Integer, nullable=False, default=0),
-    Column("last_status", Integer, nullable=True),
-    Column("last_error", Text, nullable=True),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
-)
 _STOP = object()
 
 
@@ -95,7 +86,6 @@ def attach_callbacks(host: WopHost, settings: Settings) -> CallbackDelivery:
     delivery = CallbackDelivery(
         host, settings.keyring(), policy, timedelta(seconds=settings.token_ttl_seconds)
     )
-    CallbackDelivery.create_table(host.engine)
     host.executor.after_drive.append(delivery.notify)
     return delivery
 
@@ -132,11 +122,6 @@ class CallbackDelivery:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
 
-    @staticmethod
-    def create_table(engine: Engine) -> None:
-        """Create the server's delivery table if it is missing."""
-        _metadata.create_all(engine)
-
     def start(self) -> None:
         """Start the worker thread."""
         self._stopping.clear()
@@ -157,27 +142,15 @@ class CallbackDelivery:
 
     def scan(self) -> None:
         """Queue every run with an undelivered pending interrupt and a callback (other replicas' too)."""
-        delivered = select(callbacks_table.c.interrupt_id)
-        query = (
-            select(interrupts_table.c.run_id)
-            .join(runs_table, runs_table.c.run_id == interrupts_table.c.run_id)
-            .where(
-                interrupts_table.c.status == "pending",
-                runs_table.c.callback_url.is_not(None),
-                interrupts_table.c.interrupt_id.not_in(delivered),
-            )
-            .distinct()
-        )
         with reading(self._host.engine) as conn:
-            for (run_id,) in conn.execute(query):
-                self.notify(run_id)
+            run_ids = runs_awaiting_callbacks(conn)
+        for run_id in run_ids:
+            self.notify(run_id)
 
     def deliver_run(self, run_id: str) -> int:
         """Deliver the run's pending interrupts not yet claimed by anyone; returns how many were sent."""
         with reading(self._host.engine) as conn:
-            url = conn.execute(
-                select(runs_table.c.callback_url).where(runs_table.c.run_id == run_id)
-            ).scalar()
+            url = callback_url_of(conn, run_id)
         if not url:
             return 0
         sent = 0
@@ -199,23 +172,8 @@ class CallbackDelivery:
                 _log.exception("callback delivery for a run failed")
 
     def _claim(self, record: InterruptRecord) -> bool:
-        engine = self._host.engine
-        dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
-        with engine.begin() as conn:
-            inserted = conn.execute(
-                dialect.insert(callbacks_table)
-                .values(
-                    interrupt_id=record.interrupt_id,
-                    run_id=record.run_id,
-                    state="sending",
-                    attempts=0,
-                    updated_at=self._host.clock(),
-                )
-                .on_conflict_do_nothing(index_elements=["interrupt_id"])
-                .returning(callbacks_table.c.interrupt_id)
-            ).first()
-        # RETURNING, not rowcount: psycopg does not report a row count for this statement.
-        return inserted is not None
+        with self._host.engine.begin() as conn:
+            return claim_callback(conn, record.interrupt_id, record.run_id, now=self._host.clock())
 
     def _deliver(self, url: str, record: InterruptRecord) -> bool:
         policy = self._policy
@@ -294,16 +252,14 @@ class CallbackDelivery:
         self, record: InterruptRecord, state: str, attempts: int, status: int | None, error: str | None
     ) -> None:
         with self._host.engine.begin() as conn:
-            conn.execute(
-                update(callbacks_table)
-                .where(callbacks_table.c.interrupt_id == record.interrupt_id)
-                .values(
-                    state=state,
-                    attempts=attempts,
-                    last_status=status,
-                    last_error=error,
-                    updated_at=self._host.clock(),
-                )
+            record_callback(
+                conn,
+                record.interrupt_id,
+                state,
+                attempts=attempts,
+                status=status,
+                error=error,
+                now=self._host.clock(),
             )
 
 

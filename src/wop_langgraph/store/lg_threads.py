@@ -7,8 +7,7 @@ latest checkpoint (:func:`seed_checkpoint`, marked with :data:`SEED_MARK` so the
 the new run's input on top of it instead of continuing the copied step). A resume
 (``command.resume``) is not a new run: it resolves the current run's pending interrupt.
 
-Every statement on these tables lives here. They are created at server start-up
-(:func:`create_tables`), like the server's callback table: the core schema does not need them.
+Every statement on these tables lives here; schema migration 7 creates them.
 """
 
 from __future__ import annotations
@@ -23,15 +22,14 @@ from sqlalchemy import (
     Column,
     Connection,
     DateTime,
-    Engine,
     Index,
-    MetaData,
     String,
     Table,
     select,
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import SQLModel
 
 from wop_langgraph.store.checkpoint_tables import checkpoints_table
 from wop_langgraph.store.run_tables import ID_LENGTH, runs_table
@@ -40,7 +38,6 @@ __all__ = [
     "SEED_MARK",
     "ThreadRow",
     "ThreadRunRow",
-    "create_tables",
     "delete_thread",
     "get_thread",
     "hide_thread_run",
@@ -60,8 +57,6 @@ __all__ = [
 SEED_MARK: Final = "wop_thread_seed"
 _THREAD_ID_LENGTH = 128
 
-_metadata = MetaData()
-
 
 def _json() -> Any:
     return JSON().with_variant(JSONB(), "postgresql")
@@ -69,7 +64,7 @@ def _json() -> Any:
 
 threads_table = Table(
     "wop_lg_threads",
-    _metadata,
+    SQLModel.metadata,
     Column("thread_id", String(_THREAD_ID_LENGTH), primary_key=True),
     Column("tenant", String(ID_LENGTH), nullable=False),
     Column("metadata", _json(), nullable=False),
@@ -81,7 +76,7 @@ threads_table = Table(
 
 thread_runs_table = Table(
     "wop_lg_thread_runs",
-    _metadata,
+    SQLModel.metadata,
     Column("run_id", String(ID_LENGTH), primary_key=True),
     Column("thread_id", String(_THREAD_ID_LENGTH), nullable=False),
     Column("assistant_id", String(ID_LENGTH), nullable=False),
@@ -96,7 +91,7 @@ thread_runs_table = Table(
 #: trail is never deleted). Who deleted it and when is kept here.
 deleted_runs_table = Table(
     "wop_lg_deleted_runs",
-    _metadata,
+    SQLModel.metadata,
     Column("run_id", String(ID_LENGTH), primary_key=True),
     Column("deleted_by", String(ID_LENGTH), nullable=False),
     Column("deleted_at", DateTime(timezone=True), nullable=False),
@@ -142,11 +137,6 @@ def run_rest(conn: Connection, run_id: str) -> tuple[str, bool] | None:
         select(runs_table.c.status, runs_table.c.queued_at).where(runs_table.c.run_id == run_id)
     ).first()
     return None if row is None else (str(row.status), row.queued_at is not None)
-
-
-def create_tables(engine: Engine) -> None:
-    """Create the thread tables if they are missing."""
-    _metadata.create_all(engine)
 
 
 def _thread_query() -> Any:

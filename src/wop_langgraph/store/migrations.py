@@ -296,6 +296,57 @@ def _create_v6(conn: Connection) -> None:
     conn.execute(text(f"ALTER TABLE wop_interrupts ADD COLUMN profiles {kind}"))
 
 
+def _create_v7(conn: Connection) -> None:
+    # Tables the server used to create itself (create_all at start-up): callback delivery
+    # claims, and the LangGraph Server API's threads. checkfirst: such a database is adopted.
+    md = MetaData()
+
+    def utc(name: str, nullable: bool = True) -> Column[object]:
+        return Column(name, DateTime(timezone=True), nullable=nullable)
+
+    Table(
+        "wop_server_callbacks",
+        md,
+        Column("interrupt_id", String(300), primary_key=True),
+        Column("run_id", String(300), nullable=False, index=True),
+        Column("state", String(16), nullable=False),
+        Column("attempts", Integer, nullable=False),
+        Column("last_status", Integer),
+        Column("last_error", Text),
+        utc("updated_at", nullable=False),
+    )
+    Table(
+        "wop_lg_threads",
+        md,
+        Column("thread_id", String(128), primary_key=True),
+        Column("tenant", String(300), nullable=False),
+        Column("metadata", _json(), nullable=False),
+        Column("run_id", String(300)),
+        utc("created_at", nullable=False),
+        utc("updated_at", nullable=False),
+        Index("ix_wop_lg_threads_tenant_updated", "tenant", "updated_at"),
+    )
+    Table(
+        "wop_lg_thread_runs",
+        md,
+        Column("run_id", String(300), primary_key=True),
+        Column("thread_id", String(128), nullable=False),
+        Column("assistant_id", String(300), nullable=False),
+        Column("metadata", _json(), nullable=False),
+        Column("multitask_strategy", String(16), nullable=False),
+        utc("created_at", nullable=False),
+        Index("ix_wop_lg_thread_runs_thread", "thread_id", "created_at"),
+    )
+    Table(
+        "wop_lg_deleted_runs",
+        md,
+        Column("run_id", String(300), primary_key=True),
+        Column("deleted_by", String(300), nullable=False),
+        utc("deleted_at", nullable=False),
+    )
+    md.create_all(conn, checkfirst=True)
+
+
 #: Every schema version, oldest first; append, never edit.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs, events, interrupts, idempotency, checkpoints and writes", _create_v1),
@@ -304,6 +355,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "notification outbox wop_notifications", _create_v4),
     Migration(5, "fork records wop_run_forks", _create_v5),
     Migration(6, "interrupt profiles on wop_interrupts", _create_v6),
+    Migration(7, "server callbacks and LangGraph API threads (were created at server start-up)", _create_v7),
 )
 
 #: The newest schema version this code knows.

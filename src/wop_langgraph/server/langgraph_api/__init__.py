@@ -17,14 +17,12 @@ from wop_langgraph.server.errors import install_error_handlers
 from wop_langgraph.server.langgraph_api import routes_assistants, routes_runs, routes_threads
 from wop_langgraph.server.langgraph_api.service import LangGraphService
 from wop_langgraph.server.state import ServerState
-from wop_langgraph.store.lg_threads import create_tables
 
 __all__ = ["create_langgraph_app", "mount_langgraph_api"]
 
 
 def create_langgraph_app(state: ServerState) -> FastAPI:
     """The LangGraph API as its own app over ``state``'s host (its thread tables are created here)."""
-    create_tables(state.host.engine)
     app = FastAPI(
         title="wop-langgraph: LangGraph Server API", docs_url=None, redoc_url=None, openapi_url=None
     )
