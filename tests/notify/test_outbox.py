@@ -35,10 +35,10 @@ from wop_langgraph.notify import (
     NotifyPolicy,
     SmtpSettings,
 )
-from wop_langgraph.notify.outbox import claim_due
-from wop_langgraph.notify.table import notifications_table
 from wop_langgraph.protocol.egress import AllowList
 from wop_langgraph.protocol.errors import InterruptTokenInvalid
+from wop_langgraph.store.outbox import claim_due
+from wop_langgraph.store.outbox_table import notifications_table
 from wop_langgraph.store.run_tables import interrupts_table
 from wop_langgraph.tokens import SigningKeys, verify
 

@@ -10,11 +10,11 @@ from sqlalchemy import Connection, Engine, column, insert, inspect, select, tabl
 from sqlmodel import SQLModel
 from tests.store.conftest import config_of, new_thread, put_chain
 
-import wop_langgraph.notify.table
 import wop_langgraph.store.callbacks
 import wop_langgraph.store.checkpoint_tables
 import wop_langgraph.store.forks
 import wop_langgraph.store.lg_threads
+import wop_langgraph.store.outbox_table
 import wop_langgraph.store.run_tables
 from wop_langgraph.protocol.errors import StoreError
 from wop_langgraph.store import SQLModelSaver, migrations

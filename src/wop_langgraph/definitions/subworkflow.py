@@ -24,8 +24,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-
 from wop_langgraph.definitions.model import NodeSpec
 from wop_langgraph.definitions.node_types import NodeInvocation, NodeType
 from wop_langgraph.definitions.orchestrator import dispatch_workers
@@ -35,7 +33,7 @@ from wop_langgraph.nodes import custom_interrupt
 from wop_langgraph.nodes._context import current_call
 from wop_langgraph.protocol.errors import ValidationError, WopError
 from wop_langgraph.store.engine import reading
-from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.runs import tenant_runs_of
 
 if TYPE_CHECKING:
     from wop_langgraph.host.runtime import WopHost
@@ -192,12 +190,7 @@ def _start_child(
 def _children(host: WopHost, parent_id: str, workflow_ids: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """Runs of ``workflow_ids`` started by ``parent_id``, with their parent links."""
     with reading(host.engine) as conn:
-        rows = conn.execute(
-            select(runs_table.c.run_id, runs_table.c.run_metadata).where(
-                runs_table.c.tenant == parent_id.split("/", 1)[0],
-                runs_table.c.workflow_id.in_(workflow_ids),
-            )
-        ).all()
+        rows = tenant_runs_of(conn, parent_id.split("/", 1)[0], workflow_ids)
     found = []
     for row in rows:
         parent = row.run_metadata.get("parent") if isinstance(row.run_metadata, dict) else None

@@ -7,9 +7,9 @@ from wop_langgraph.notify.channels import AppriseChannel, EmailChannel, SendErro
 from wop_langgraph.notify.directory import Contact, Directory
 from wop_langgraph.notify.links import LinkSigner
 from wop_langgraph.notify.notifier import Notifier
-from wop_langgraph.notify.outbox import Notification
 from wop_langgraph.notify.policy import NotifyPolicy
 from wop_langgraph.notify.templates import Templates
+from wop_langgraph.store.outbox import Notification
 
 __all__ = [
     "AppriseChannel",

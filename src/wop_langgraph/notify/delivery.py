@@ -15,20 +15,19 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from wop_langgraph._clock import as_utc
 from wop_langgraph.host.principal import MembershipResolver
 from wop_langgraph.notify.channels import AppriseChannel, EmailChannel, SendError, redact
 from wop_langgraph.notify.links import LinkSigner
 from wop_langgraph.notify.message import Message, build_message
-from wop_langgraph.notify.outbox import Notification, claim_due, settle
 from wop_langgraph.notify.policy import NotifyPolicy
 from wop_langgraph.notify.templates import Templates
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.interrupts import InterruptRecord, get_interrupt
-from wop_langgraph.store.run_tables import runs_table
-from wop_langgraph.store.runs import TERMINAL_STATUSES
+from wop_langgraph.store.outbox import Notification, claim_due, settle
+from wop_langgraph.store.runs import TERMINAL_STATUSES, status_and_workflow
 
 __all__ = ["DispatchSettings", "Dispatcher"]
 
@@ -73,11 +72,7 @@ class Dispatcher:
     def _handle(self, item: Notification, now: datetime) -> int:
         with reading(self.s.engine) as conn:
             record = get_interrupt(conn, item.interrupt_id)
-            run = conn.execute(
-                select(runs_table.c.status, runs_table.c.workflow_id).where(
-                    runs_table.c.run_id == item.run_id
-                )
-            ).first()
+            run = status_and_workflow(conn, item.run_id)
         if record is None or run is None:
             self._settle(item, "dropped", now, "the interrupt or its run no longer exists")
             return 0

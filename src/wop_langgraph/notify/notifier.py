@@ -25,12 +25,12 @@ from wop_langgraph.notify.channels import AppriseChannel, EmailChannel
 from wop_langgraph.notify.delivery import Dispatcher, DispatchSettings
 from wop_langgraph.notify.directory import Directory
 from wop_langgraph.notify.links import LinkSigner
-from wop_langgraph.notify.outbox import Notification, dead_letters, notifications_of_run
 from wop_langgraph.notify.planner import Planner
 from wop_langgraph.notify.policy import NotifyPolicy
 from wop_langgraph.notify.templates import Templates
 from wop_langgraph.protocol.egress import AllowList
 from wop_langgraph.store.engine import reading
+from wop_langgraph.store.outbox import Notification, dead_letters, notifications_of_run
 
 if TYPE_CHECKING:
     from wop_langgraph.host import WopHost

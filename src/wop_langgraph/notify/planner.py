@@ -11,16 +11,16 @@ import logging
 from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from wop_langgraph._clock import as_utc
 from wop_langgraph.host.principal import MembershipResolver
 from wop_langgraph.notify.directory import Directory
-from wop_langgraph.notify.outbox import Planned, insert_planned
 from wop_langgraph.notify.policy import NotifyPolicy
 from wop_langgraph.notify.recipients import recipients_for
 from wop_langgraph.store.interrupts import InterruptRecord
-from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.outbox import Planned, insert_planned
+from wop_langgraph.store.runs import workflow_of
 
 __all__ = ["Planner", "reminder_purpose"]
 
@@ -65,10 +65,7 @@ class Planner:
             _log.exception("writing the notifications of %s failed; none will be sent", record.key)
 
     def _plan(self, conn: Connection, record: InterruptRecord) -> list[Planned]:
-        workflow_id = conn.execute(
-            select(runs_table.c.workflow_id).where(runs_table.c.run_id == record.run_id)
-        ).scalar()
-        workflow_id = str(workflow_id or "")
+        workflow_id = workflow_of(conn, record.run_id) or ""
         now = self.clock()
         data = record.payload.get("data") or {}
         recipients = recipients_for(

@@ -22,7 +22,6 @@ from contextlib import AbstractContextManager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph.host import Principal, WopHost
@@ -36,7 +35,7 @@ from wop_langgraph.server.stream_modes import TERMINAL_EVENT_TYPES, EventFilter,
 from wop_langgraph.server.streams import SlotStreamingResponse
 from wop_langgraph.store.appended import RunWatch, signals_for
 from wop_langgraph.store.engine import reading
-from wop_langgraph.store.run_tables import events_table
+from wop_langgraph.store.events import last_sequence
 
 __all__ = ["FALLBACK_SECONDS", "KEEP_ALIVE_SECONDS", "router"]
 
@@ -174,7 +173,5 @@ def _read(host: WopHost, run_id: str, after: int, limit: int | None) -> tuple[li
     status = host.snapshot(run_id)["status"]
     events = host.events(run_id, after=after, limit=limit)
     with reading(host.engine) as conn:
-        last = conn.execute(
-            select(func.max(events_table.c.sequence)).where(events_table.c.run_id == run_id)
-        ).scalar()
-    return events, status, -1 if last is None else int(last)
+        last = last_sequence(conn, run_id)
+    return events, status, last

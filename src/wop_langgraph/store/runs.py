@@ -24,6 +24,8 @@ __all__ = [
     "list_runs",
     "queue_entry",
     "run_status",
+    "status_and_workflow",
+    "tenant_runs_of",
     "unfinished",
     "workflow_of",
 ]
@@ -45,6 +47,25 @@ def unfinished() -> ColumnElement[bool]:
     the statements that use this are compiled once (see :mod:`.statements`).
     """
     return and_(*(runs_table.c.status != status for status in TERMINAL_STATUSES))
+
+
+def tenant_runs_of(conn: Connection, tenant: str, workflow_ids: Sequence[str]) -> list[Any]:
+    """The ``run_id`` and ``run_metadata`` (rows) of ``tenant``'s runs of ``workflow_ids``."""
+    return list(
+        conn.execute(
+            select(runs_table.c.run_id, runs_table.c.run_metadata).where(
+                runs_table.c.tenant == tenant,
+                runs_table.c.workflow_id.in_(workflow_ids),
+            )
+        ).all()
+    )
+
+
+def status_and_workflow(conn: Connection, run_id: str) -> Any | None:
+    """The run's ``status`` and ``workflow_id`` (a row), or ``None`` if there is no such run."""
+    return conn.execute(
+        select(runs_table.c.status, runs_table.c.workflow_id).where(runs_table.c.run_id == run_id)
+    ).first()
 
 
 def workflow_of(conn: Connection, run_id: str) -> str | None:

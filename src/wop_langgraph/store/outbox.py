@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from wop_langgraph.notify.table import notifications_table
+from wop_langgraph.store.outbox_table import notifications_table
 
 __all__ = [
     "Notification",
