@@ -36,7 +36,6 @@ from langgraph.constants import TAG_HIDDEN
 from langgraph.errors import GraphRecursionError, UnknownInterruptError
 from langgraph.pregel import Pregel
 from langgraph.types import Command, StreamMode
-from sqlalchemy import Connection, Engine
 
 from wop_langgraph._off_loop import OffLoop
 from wop_langgraph.adapters import is_bare, to_node_value
@@ -55,7 +54,7 @@ from wop_langgraph.nodes._context import (
 from wop_langgraph.nodes._suspend import Delivery
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
-from wop_langgraph.store.engine import one_statement, reading
+from wop_langgraph.store.engine import Connection, Engine, one_statement, reading
 from wop_langgraph.store.events import (
     NewEvent,
     RunLogClosed,

@@ -27,7 +27,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from langgraph.types import Interrupt
-from sqlalchemy import Connection, Engine
 
 from wop_langgraph.host.keys import interrupt_id_for
 from wop_langgraph.host.principal import Principal
@@ -36,6 +35,7 @@ from wop_langgraph.host.replay import redeliver
 from wop_langgraph.nodes._suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.errors import IdTenantMismatch, NotFound, ValidationError, WopError
 from wop_langgraph.protocol.ids import mint_tenant_id
+from wop_langgraph.store.engine import Connection, Engine
 from wop_langgraph.store.events import NewEvent, StoredEvent, append_events, read_events
 from wop_langgraph.store.fork_copy import (
     checkpoint_row,

@@ -30,8 +30,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, Engine
-
+from wop_langgraph.store.engine import Connection, Engine
 from wop_langgraph.store.events import NewEvent, appended_first
 from wop_langgraph.store.held import HeldWrite, stored_ahead
 

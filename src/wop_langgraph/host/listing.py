@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import Engine
-
 from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.host.eligibility import may_answer
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.protocol.errors import ValidationError
-from wop_langgraph.store.engine import reading
+from wop_langgraph.store.engine import Engine, reading
 from wop_langgraph.store.interrupts import InterruptRecord, PendingFilter, list_pending
 from wop_langgraph.store.runs import RunFilter, list_runs
 

@@ -19,7 +19,6 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, cast
 
 from langgraph.types import Interrupt
-from sqlalchemy import Connection
 
 from wop_langgraph._clock import utcnow
 from wop_langgraph.adapters import payload_for
@@ -31,6 +30,7 @@ from wop_langgraph.nodes._suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.event_payloads import node_suspended_extensions
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
+from wop_langgraph.store.engine import Connection
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events, append_events_if
 from wop_langgraph.store.held import HeldWrite
 from wop_langgraph.store.interrupts import (

@@ -8,11 +8,11 @@ from typing import Any
 
 from langgraph.pregel import Pregel
 from langgraph.types import RetryPolicy
-from sqlalchemy import Connection
 
 from wop_langgraph.adapters.policy import ApprovalPolicy
 from wop_langgraph.host.driver import needs_async
 from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, NotFound, ValidationError
+from wop_langgraph.store.engine import Connection
 from wop_langgraph.store.runs import workflow_of
 from wop_langgraph.store.saver import AsyncSQLModelSaver, SQLModelSaver
 

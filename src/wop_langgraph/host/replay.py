@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any
 
 from langgraph.types import Interrupt
-from sqlalchemy import Connection, Engine
 
 from wop_langgraph.adapters.functional import recorded_by_caller
 from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
@@ -24,7 +23,7 @@ from wop_langgraph.host.recorder import InterruptRecorder, _unwrap
 from wop_langgraph.host.resolver import _claim_in
 from wop_langgraph.nodes._context import stable_id
 from wop_langgraph.protocol.errors import WopError
-from wop_langgraph.store.engine import reading
+from wop_langgraph.store.engine import Connection, Engine, reading
 from wop_langgraph.store.events import last_sequence, read_events
 from wop_langgraph.store.forks import ForkRecord, fork_of, node_outcomes_logged
 from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine
-
 from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.adapters import normalize_resume
 from wop_langgraph.host.delegation import Ballot, ballot_of
@@ -38,7 +36,7 @@ from wop_langgraph.protocol.errors import (
 )
 from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally, vote_of
 from wop_langgraph.store import idempotency
-from wop_langgraph.store.engine import reading
+from wop_langgraph.store.engine import Connection, Engine, reading
 from wop_langgraph.store.events import NewEvent, append_events_if
 from wop_langgraph.store.interrupts import (
     InterruptRecord,

@@ -19,7 +19,6 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
-from sqlalchemy import Connection, Engine
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.adapters.policy import ApprovalPolicy
@@ -43,7 +42,7 @@ from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.protocol.snapshot import RESULT_EXTENSION
 from wop_langgraph.store.appended import signals_for
-from wop_langgraph.store.engine import one_statement, reading
+from wop_langgraph.store.engine import Connection, Engine, one_statement, reading
 from wop_langgraph.store.events import NewEvent, append_events, read_events
 from wop_langgraph.store.interrupts import (
     InterruptRecord,

@@ -15,10 +15,9 @@ import random
 import threading
 from collections.abc import Callable
 
-from sqlalchemy import Engine
-
 from wop_langgraph.host.execution import Executor
 from wop_langgraph.host.foreground import Foreground, at_step_boundary
+from wop_langgraph.store.engine import Engine
 from wop_langgraph.store.run_queue import CANCEL_CHANNEL, QUEUE_CHANNEL
 
 __all__ = ["WorkerPool"]

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi.responses import JSONResponse
-from sqlalchemy import Connection, Engine
 
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.errors import (
@@ -24,6 +23,7 @@ from wop_langgraph.protocol.errors import (
     WopError,
 )
 from wop_langgraph.store import idempotency as records
+from wop_langgraph.store.engine import Connection, Engine
 
 __all__ = ["KEY_PATTERN", "REPLAY_HEADER", "CompleteIn", "run_idempotent", "run_idempotent_atomic"]
 

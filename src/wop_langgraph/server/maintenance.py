@@ -17,10 +17,10 @@ from contextlib import asynccontextmanager
 
 from anyio import to_thread
 from fastapi import FastAPI
-from sqlalchemy.pool import QueuePool
 from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph.server.state import ServerState
+from wop_langgraph.store.engine import pool_size
 
 __all__ = ["Sweeper", "lifespan"]
 
@@ -39,8 +39,8 @@ def request_threads(state: ServerState) -> int:
     """
     if state.settings.request_threads is not None:
         return state.settings.request_threads
-    pool = state.host.engine.pool
-    return pool.size() if isinstance(pool, QueuePool) else _DEFAULT_REQUEST_THREADS
+    size = pool_size(state.host.engine)
+    return size if size is not None else _DEFAULT_REQUEST_THREADS
 
 
 class Sweeper:

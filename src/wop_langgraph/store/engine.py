@@ -27,17 +27,20 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import DisconnectionError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import QueuePool, StaticPool
 
 __all__ = [
     "READ_ONLY",
     "SQLITE_BUSY_TIMEOUT_MS",
+    "Connection",
+    "Engine",
     "configure_sqlite",
     "is_memory_sqlite",
     "is_sqlite",
     "make_engine",
     "normalize_url",
     "one_statement",
+    "pool_size",
     "reading",
     "watches_statements",
     "write_lock",
@@ -344,3 +347,9 @@ def _file_lock(engine: Engine) -> WriteLock:
 def is_memory_sqlite(engine: Engine) -> bool:
     """Whether ``engine`` is a private in-memory SQLite database (one shared connection)."""
     return is_sqlite(engine) and engine.url.database in (None, "", ":memory:")
+
+
+def pool_size(engine: Engine) -> int | None:
+    """How many connections ``engine``'s pool keeps (``None``: a pool without a fixed size)."""
+    pool = engine.pool
+    return pool.size() if isinstance(pool, QueuePool) else None

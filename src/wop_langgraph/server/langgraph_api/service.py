@@ -19,7 +19,6 @@ from typing import Any, Final
 
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
-from sqlalchemy import Connection
 
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.driver import jsonable
@@ -35,7 +34,7 @@ from wop_langgraph.server.langgraph_api.shapes import (
     thread_doc,
     thread_status,
 )
-from wop_langgraph.store.engine import reading
+from wop_langgraph.store.engine import Connection, reading
 from wop_langgraph.store.lg_threads import (
     ThreadRow,
     ThreadRunRow,
