@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from tests.server.conftest import ALICE, READER, at_rest, make_settings
 from wop_langgraph.host import WopHost
 from wop_langgraph.nodes import request_approval
-from wop_langgraph.nodes._suspend import AUTH_REQUIRED
+from wop_langgraph.nodes.suspend import AUTH_REQUIRED
 from wop_langgraph.protocol.egress import AllowList
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server import create_app

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wop_langgraph.nodes._suspend import ENVELOPE_MARK
+from wop_langgraph.nodes.suspend import ENVELOPE_MARK
 
 __all__ = ["recorded_by_caller"]
 

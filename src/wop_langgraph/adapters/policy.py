@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from wop_langgraph.nodes._suspend import timeout_ms
+from wop_langgraph.nodes.suspend import timeout_ms
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
 
 __all__ = ["ApprovalPolicy"]

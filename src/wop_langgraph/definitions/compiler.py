@@ -21,7 +21,7 @@ from langgraph.types import Command
 from wop_langgraph.definitions.model import NodeSpec, Plan, read_definition
 from wop_langgraph.definitions.node_types import NodeInvocation, NodeType, NodeTypeRegistry
 from wop_langgraph.definitions.schedule import initial_schedule, settle
-from wop_langgraph.nodes._context import (
+from wop_langgraph.nodes.context import (
     NODE_FAILED_CHANNEL,
     NODE_OUTPUTS_CHANNEL,
     NODE_TYPE_METADATA,

@@ -57,8 +57,8 @@ from wop_langgraph.nodes import (
     start_conversation,
     wait_for_event,
 )
-from wop_langgraph.nodes._context import current_call
-from wop_langgraph.nodes._suspend import PROFILES
+from wop_langgraph.nodes.context import current_call
+from wop_langgraph.nodes.suspend import PROFILES
 from wop_langgraph.protocol.errors import ValidationError
 
 __all__ = ["MAX_DELAY_MS", "default_node_types"]

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from wop_langgraph.definitions.model import NodeSpec
 from wop_langgraph.definitions.node_types import NodeInvocation, NodeType
 from wop_langgraph.nodes import escalate_on_low_confidence
-from wop_langgraph.nodes._context import current_call
+from wop_langgraph.nodes.context import current_call
 from wop_langgraph.protocol.errors import ValidationError, WopError
 
 if TYPE_CHECKING:

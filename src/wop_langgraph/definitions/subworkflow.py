@@ -30,7 +30,7 @@ from wop_langgraph.definitions.orchestrator import dispatch_workers
 from wop_langgraph.host.driver import TERMINAL_STATUSES
 from wop_langgraph.host.principal import Principal
 from wop_langgraph.nodes import custom_interrupt
-from wop_langgraph.nodes._context import current_call
+from wop_langgraph.nodes.context import current_call
 from wop_langgraph.protocol.errors import ValidationError, WopError
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.runs import tenant_runs_of

@@ -44,14 +44,14 @@ from wop_langgraph.host.errors_public import public_error
 from wop_langgraph.host.foreground import at_step_boundary
 from wop_langgraph.host.held_writes import HeldWrites, Taken
 from wop_langgraph.host.recorder import InterruptRecorder
-from wop_langgraph.nodes._context import (
+from wop_langgraph.nodes.context import (
     CONTEXT_KEY,
     NODE_FAILED_CHANNEL,
     NODE_OUTPUTS_CHANNEL,
     NODE_TYPE_METADATA,
     RunContext,
 )
-from wop_langgraph.nodes._suspend import Delivery
+from wop_langgraph.nodes.suspend import Delivery
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.engine import Connection, Engine, one_statement, reading

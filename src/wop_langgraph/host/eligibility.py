@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from wop_langgraph.host.principal import MembershipResolver, Principal
-from wop_langgraph.nodes._suspend import AUTH_REQUIRED
+from wop_langgraph.nodes.suspend import AUTH_REQUIRED
 from wop_langgraph.protocol.errors import Forbidden
 
 __all__ = ["bearer_only", "check_eligible", "counts_votes", "may_answer"]

@@ -25,7 +25,7 @@ from wop_langgraph.host.driver import DriveSignal, GraphDriver, Pass
 from wop_langgraph.host.held_writes import HeldWrites
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ReplayRecord
-from wop_langgraph.nodes._context import RunContext
+from wop_langgraph.nodes.context import RunContext
 from wop_langgraph.store.engine import Connection, Engine, one_statement, reading
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
 from wop_langgraph.store.run_queue import (

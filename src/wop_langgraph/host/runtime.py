@@ -35,7 +35,7 @@ from wop_langgraph.host.resolver import Resolver, ResolverSettings
 from wop_langgraph.host.results import await_result, wait_result
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.host.worker import WorkerPool
-from wop_langgraph.nodes._context import DEFAULT_ESCALATION_THRESHOLD
+from wop_langgraph.nodes.context import DEFAULT_ESCALATION_THRESHOLD
 from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema

@@ -27,9 +27,9 @@ from langgraph.types import interrupt
 from pydantic import BeforeValidator, WithJsonSchema
 
 from wop_langgraph._clock import utcnow
-from wop_langgraph.nodes._context import NodeCall
 from wop_langgraph.nodes._delivery import Delivery
 from wop_langgraph.nodes._once import warn_once
+from wop_langgraph.nodes.context import NodeCall
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
 from wop_langgraph.protocol.quorum import approval_resolution, tally, vote_of

@@ -17,9 +17,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from wop_langgraph.nodes._context import NodeCall, current_call, stable_id
-from wop_langgraph.nodes._suspend import suspend
+from wop_langgraph.nodes.context import NodeCall, current_call, stable_id
 from wop_langgraph.nodes.questions import _answered
+from wop_langgraph.nodes.suspend import suspend
 from wop_langgraph.protocol.errors import CapabilityRequired
 
 __all__ = ["close_conversation", "exchange", "start_conversation"]

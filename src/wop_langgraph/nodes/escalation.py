@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from wop_langgraph.nodes._context import current_call, stable_id
-from wop_langgraph.nodes._suspend import suspend
+from wop_langgraph.nodes.context import current_call, stable_id
 from wop_langgraph.nodes.questions import _answered
+from wop_langgraph.nodes.suspend import suspend
 
 __all__ = ["LOW_CONFIDENCE_RESUME_SCHEMA", "escalate_on_low_confidence"]
 

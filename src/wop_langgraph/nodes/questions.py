@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from wop_langgraph.nodes._context import current_call
-from wop_langgraph.nodes._suspend import Delivery, suspend
+from wop_langgraph.nodes.context import current_call
+from wop_langgraph.nodes.suspend import Delivery, suspend
 from wop_langgraph.protocol.errors import CapabilityRequired, InterruptExpired
 
 __all__ = ["CREDENTIAL_RESUME_SCHEMA", "ask", "custom_interrupt", "request_credential", "wait_for_event"]

@@ -143,7 +143,7 @@ class InterruptRow(SQLModel, table=True):
     created_at: datetime = Field(sa_column=_utc_column(nullable=False))
     resolved_at: datetime | None = Field(default=None, sa_column=_utc_column())
     consumed_at: datetime | None = Field(default=None, sa_column=_utc_column())
-    # Interrupt profiles the node asked for (nodes/_suspend.py); host-side, never in the payload.
+    # Interrupt profiles the node asked for (nodes/suspend.py); host-side, never in the payload.
     profiles: Any = Field(default=None, sa_column=json_column())
 
 
