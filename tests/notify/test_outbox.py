@@ -25,7 +25,6 @@ from tests.notify.conftest import Clock, Smtp, Webhook, body_html, body_text, fr
 from tests.notify.graphs import failing_beside_gate_graph, gate_graph
 from wop_langgraph._clock import as_utc
 from wop_langgraph.host import Principal, WopHost
-from wop_langgraph.host.principal import Membership
 from wop_langgraph.inbox_tokens import verify_inbox
 from wop_langgraph.notify import (
     Directory,
@@ -37,6 +36,7 @@ from wop_langgraph.notify import (
 )
 from wop_langgraph.protocol.egress import AllowList
 from wop_langgraph.protocol.errors import InterruptTokenInvalid
+from wop_langgraph.protocol.principal import Membership
 from wop_langgraph.store.outbox import claim_due
 from wop_langgraph.store.outbox_table import notifications_table
 from wop_langgraph.store.run_tables import interrupts_table

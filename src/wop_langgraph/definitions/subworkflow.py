@@ -28,10 +28,10 @@ from wop_langgraph.definitions.model import NodeSpec
 from wop_langgraph.definitions.node_types import NodeInvocation, NodeType
 from wop_langgraph.definitions.orchestrator import dispatch_workers
 from wop_langgraph.host.driver import TERMINAL_STATUSES
-from wop_langgraph.host.principal import Principal
 from wop_langgraph.nodes import custom_interrupt
 from wop_langgraph.nodes.context import current_call
 from wop_langgraph.protocol.errors import ValidationError, WopError
+from wop_langgraph.protocol.principal import Principal
 from wop_langgraph.store.engine import reading
 from wop_langgraph.store.runs import tenant_runs_of
 

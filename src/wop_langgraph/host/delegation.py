@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from wop_langgraph.host.principal import Principal
 from wop_langgraph.protocol.approval import ApprovalResume
 from wop_langgraph.protocol.errors import ValidationError
+from wop_langgraph.protocol.principal import Principal
 from wop_langgraph.tokens import is_approver
 
 __all__ = ["Ballot", "ballot_of"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.nodes.suspend import AUTH_REQUIRED
 from wop_langgraph.protocol.errors import Forbidden
+from wop_langgraph.protocol.principal import MembershipResolver, Principal
 
 __all__ = ["bearer_only", "check_eligible", "counts_votes", "may_answer"]
 

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.types import Interrupt
 
-from wop_langgraph.host.keys import interrupt_id_for
-from wop_langgraph.host.principal import Principal
 from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.host.replay import redeliver
 from wop_langgraph.nodes.suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.errors import IdTenantMismatch, NotFound, ValidationError, WopError
 from wop_langgraph.protocol.ids import mint_tenant_id
+from wop_langgraph.protocol.keys import interrupt_id_for
+from wop_langgraph.protocol.principal import Principal
 from wop_langgraph.store.engine import Connection, Engine
 from wop_langgraph.store.events import NewEvent, StoredEvent, append_events, read_events
 from wop_langgraph.store.fork_copy import (

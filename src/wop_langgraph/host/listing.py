@@ -16,8 +16,8 @@ from typing import Any, Final
 
 from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.host.eligibility import may_answer
-from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.protocol.errors import ValidationError
+from wop_langgraph.protocol.principal import MembershipResolver, Principal
 from wop_langgraph.store.engine import Engine, reading
 from wop_langgraph.store.interrupts import InterruptRecord, PendingFilter, list_pending
 from wop_langgraph.store.runs import RunFilter, list_runs

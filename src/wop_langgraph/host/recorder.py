@@ -24,10 +24,10 @@ from wop_langgraph._clock import utcnow
 from wop_langgraph.adapters import payload_for
 from wop_langgraph.adapters.functional import recorded_by_caller
 from wop_langgraph.adapters.policy import ApprovalPolicy
-from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.nodes.context import node_path
 from wop_langgraph.nodes.suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.event_payloads import node_suspended_extensions
+from wop_langgraph.protocol.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.protocol.payloads import InterruptKind
 from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.engine import Connection

@@ -18,11 +18,11 @@ from typing import Any
 from langgraph.types import Interrupt
 
 from wop_langgraph.adapters.functional import recorded_by_caller
-from wop_langgraph.host.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.host.recorder import InterruptRecorder, _unwrap
 from wop_langgraph.host.resolver import _claim_in
 from wop_langgraph.nodes.context import stable_id
 from wop_langgraph.protocol.errors import WopError
+from wop_langgraph.protocol.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.store.engine import Connection, Engine, reading
 from wop_langgraph.store.events import last_sequence, read_events
 from wop_langgraph.store.forks import ForkRecord, fork_of, node_outcomes_logged

@@ -21,8 +21,6 @@ from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.adapters import normalize_resume
 from wop_langgraph.host.delegation import Ballot, ballot_of
 from wop_langgraph.host.eligibility import check_eligible
-from wop_langgraph.host.keys import tenant_of
-from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.validation import check_resume_value, require_storable
 from wop_langgraph.protocol.approval import ApprovalResume
 from wop_langgraph.protocol.errors import (
@@ -34,6 +32,8 @@ from wop_langgraph.protocol.errors import (
     NotFound,
     WopError,
 )
+from wop_langgraph.protocol.keys import tenant_of
+from wop_langgraph.protocol.principal import MembershipResolver, Principal
 from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally, vote_of
 from wop_langgraph.store import idempotency
 from wop_langgraph.store.engine import Connection, Engine, reading

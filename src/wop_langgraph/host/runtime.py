@@ -28,7 +28,6 @@ from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, Pendin
 from wop_langgraph.host.foreground import Foreground
 from wop_langgraph.host.fork import fork_run
 from wop_langgraph.host.listing import InterruptPage, RunPage, answerable_page, run_page, utc_bound
-from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ForkAwareRecorder
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
@@ -40,6 +39,7 @@ from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, Ru
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
 from wop_langgraph.protocol.official import configurable_schema
+from wop_langgraph.protocol.principal import MembershipResolver, Principal
 from wop_langgraph.protocol.snapshot import RESULT_EXTENSION
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import Connection, Engine, one_statement, reading

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from wop_langgraph._clock import as_utc
-from wop_langgraph.host.principal import MembershipResolver
 from wop_langgraph.notify.channels import AppriseChannel, EmailChannel, SendError, redact
 from wop_langgraph.notify.links import LinkSigner
 from wop_langgraph.notify.message import Message, build_message
 from wop_langgraph.notify.policy import NotifyPolicy
 from wop_langgraph.notify.templates import Templates
+from wop_langgraph.protocol.principal import MembershipResolver
 from wop_langgraph.store.engine import Engine, reading
 from wop_langgraph.store.interrupts import InterruptRecord, get_interrupt
 from wop_langgraph.store.outbox import Notification, claim_due, settle

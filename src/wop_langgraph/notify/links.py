@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 
 from wop_langgraph._clock import as_utc
 from wop_langgraph.host.eligibility import bearer_only, check_eligible
-from wop_langgraph.host.keys import tenant_of
-from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.inbox_tokens import mint_inbox
 from wop_langgraph.protocol.errors import Forbidden
+from wop_langgraph.protocol.keys import tenant_of
+from wop_langgraph.protocol.principal import MembershipResolver, Principal
 from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.tokens import Intent, SigningKeys, is_approver, mint
 

@@ -12,10 +12,10 @@ from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from wop_langgraph._clock import as_utc
-from wop_langgraph.host.principal import MembershipResolver
 from wop_langgraph.notify.directory import Directory
 from wop_langgraph.notify.policy import NotifyPolicy
 from wop_langgraph.notify.recipients import recipients_for
+from wop_langgraph.protocol.principal import MembershipResolver
 from wop_langgraph.store.engine import Connection
 from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.outbox import Planned, insert_planned

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from wop_langgraph.host.keys import tenant_of
-from wop_langgraph.host.principal import MembershipResolver, Principal
+from wop_langgraph.protocol.keys import tenant_of
+from wop_langgraph.protocol.principal import MembershipResolver, Principal
 
 __all__ = ["recipients_for"]
 

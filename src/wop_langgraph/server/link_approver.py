@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.eligibility import check_eligible, counts_votes
-from wop_langgraph.host.principal import DELEGATE_SCOPE
 from wop_langgraph.protocol.errors import Forbidden, ValidationError
+from wop_langgraph.protocol.principal import DELEGATE_SCOPE
 from wop_langgraph.server.token_actions import approver_principal
 from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.tokens import is_approver

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from wop_langgraph.host.keys import tenant_of
+from wop_langgraph.protocol.keys import tenant_of
 from wop_langgraph.server import html
 from wop_langgraph.server.bodies import ResolveBody
 from wop_langgraph.server.idempotency import check_key, run_idempotent

@@ -19,9 +19,9 @@ from typing import Any
 from wop_langgraph.host import Principal
 from wop_langgraph.host.driver import TERMINAL_STATUSES
 from wop_langgraph.host.eligibility import bearer_only, counts_votes
-from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.nodes.suspend import AUTH_REQUIRED
 from wop_langgraph.protocol.errors import Forbidden, NotFound
+from wop_langgraph.protocol.keys import tenant_of
 from wop_langgraph.server.interrupt_lookup import pending_for_token
 from wop_langgraph.server.state import ServerState
 from wop_langgraph.store.engine import reading
