@@ -13,6 +13,7 @@ import pytest
 
 from tests.host._support import HostFactory
 from tests.official import openwop_dir
+from wop_langgraph.definitions import load_definitions
 
 FIXTURES = Path(__file__).resolve().parents[2] / "third_party" / "openwop" / "conformance" / "fixtures"
 
@@ -37,7 +38,7 @@ def test_the_vendored_fixtures_are_the_official_bytes() -> None:
 
 def test_every_fixture_loads_or_is_refused_with_a_reason(make_host: HostFactory) -> None:
     host = make_host()
-    report = host.load_definitions(FIXTURES)
+    report = load_definitions(host, FIXTURES)
     assert len(fixture_files()) == 24
     assert set(report.refused) == set(REFUSED)
     for name, type_id in REFUSED.items():
@@ -51,21 +52,21 @@ def test_every_fixture_loads_or_is_refused_with_a_reason(make_host: HostFactory)
 
 def test_loading_twice_is_idempotent(make_host: HostFactory) -> None:
     host = make_host()
-    first = host.load_definitions(FIXTURES)
-    second = host.load_definitions(FIXTURES)
+    first = load_definitions(host, FIXTURES)
+    second = load_definitions(host, FIXTURES)
     assert first == second
 
 
 def test_a_missing_folder_is_an_error(make_host: HostFactory, tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
-        make_host().load_definitions(tmp_path / "nope")
+        load_definitions(make_host(), tmp_path / "nope")
 
 
 def test_a_broken_file_is_refused_and_the_rest_load(make_host: HostFactory, tmp_path: Path) -> None:
     (tmp_path / "a-broken.json").write_text("{not json")
     (tmp_path / "b-noop.json").write_bytes((FIXTURES / "conformance-noop.json").read_bytes())
     (tmp_path / "c-same-id.json").write_bytes((FIXTURES / "conformance-noop.json").read_bytes())
-    report = make_host().load_definitions(tmp_path)
+    report = load_definitions(make_host(), tmp_path)
     assert report.loaded == ("conformance-noop",)
     assert set(report.refused) == {"a-broken.json", "c-same-id.json"}
     assert "earlier file" in report.refused["c-same-id.json"]
@@ -77,7 +78,7 @@ def test_conversation_replay_projects_a_byte_equal_conversation_channel(make_hos
     from tests.host._graphs import ALICE
 
     host = make_host(conversations=True)
-    host.load_definitions(FIXTURES)
+    load_definitions(host, FIXTURES)
     source = host.create_run("conformance-conversation-replay", {}, owner=ALICE)
     assert source["status"] == "completed"
     channels = host.snapshot(source["runId"])["channels"]

@@ -1,7 +1,7 @@
 """OpenWOP WorkflowDefinitions on LangGraph: node types by ``typeId``, edges with trigger rules.
 
 host = WopHost.from_url("sqlite:///runs.db")
-report = host.load_definitions("fixtures/")          # or register_definition(host, doc)
+report = load_definitions(host, "fixtures/")         # or register_definition(host, doc)
 types = default_node_types()                         # extend with your own node types
 types.register(NodeType("vendor.acme.publish", publish, side_effecting=True))
 """

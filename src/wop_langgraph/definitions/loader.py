@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wop_langgraph.definitions.channels import project_channels
 from wop_langgraph.definitions.compiler import CompiledDefinition, compile_definition
 from wop_langgraph.definitions.core_types import default_node_types
 from wop_langgraph.definitions.node_types import NodeTypeRegistry
 from wop_langgraph.definitions.orchestrator import dispatch_type
-from wop_langgraph.definitions.subworkflow import sub_workflow_type
+from wop_langgraph.definitions.subworkflow import settle_links, sub_workflow_type
+from wop_langgraph.host.definition_support import DefinitionSupport
 from wop_langgraph.protocol.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -50,6 +52,10 @@ def with_host_types(host: WopHost, node_types: NodeTypeRegistry) -> NodeTypeRegi
     return bound
 
 
+#: What definitions add to a host that runs them (channels in snapshots, sub-workflow links).
+_SUPPORT = DefinitionSupport(project_channels=project_channels, settle_links=settle_links)
+
+
 def register_definition(
     host: WopHost, document: object, node_types: NodeTypeRegistry | None = None
 ) -> CompiledDefinition:
@@ -59,6 +65,7 @@ def register_definition(
         ValidationError: the definition is refused (``UnknownNodeType`` names a missing type).
     """
     compiled = compile_definition(document, with_host_types(host, node_types or default_node_types()))
+    host.use_definitions(_SUPPORT)
     host.registry.register(
         compiled.workflow_id, compiled.graph, {}, requires=compiled.requires, definition=compiled.document
     )

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.pregel import Pregel
 
 from wop_langgraph._clock import iso_z, utcnow
 from wop_langgraph.adapters.policy import ApprovalPolicy
 from wop_langgraph.host.deadlines import DEFAULT_RECHECK_SECONDS, DeadlineTimer
+from wop_langgraph.host.definition_support import DefinitionSupport
 from wop_langgraph.host.driver import DriveSignal, jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, PendingClaim, RunOptions, run_option
 from wop_langgraph.host.foreground import Foreground
@@ -72,9 +72,6 @@ from wop_langgraph.store.runs import (
 )
 from wop_langgraph.store.saver import SQLModelSaver
 from wop_langgraph.store.statements import Reads
-
-if TYPE_CHECKING:
-    from wop_langgraph.definitions import LoadReport, NodeTypeRegistry
 
 __all__ = ["DEFAULT_ESCALATION_THRESHOLD", "WopHost"]
 
@@ -136,6 +133,8 @@ class WopHost:
         #: The requests being answered in this process, which its workers let finish first.
         self.foreground = Foreground()
         signals_for(self.engine)  # appends wake event readers from the first commit on
+        #: What WorkflowDefinitions add, once one is registered (:meth:`use_definitions`).
+        self.definition_support: DefinitionSupport | None = None
         self.executor.after_drive.append(self._settle_links)
         self.executor.on_release.append(self._enqueued)
         self._resolver = Resolver(
@@ -264,16 +263,10 @@ class WopHost:
             drives += 1
         return drives
 
-    def load_definitions(
-        self, folder: str | os.PathLike[str], node_types: NodeTypeRegistry | None = None
-    ) -> LoadReport:
-        """Register every ``*.json`` OpenWOP WorkflowDefinition in ``folder``; returns a ``LoadReport``.
-
-        See :func:`wop_langgraph.definitions.load_definitions`.
-        """
-        from wop_langgraph.definitions import load_definitions
-
-        return load_definitions(self, folder, node_types)
+    def use_definitions(self, support: DefinitionSupport) -> None:
+        """Take on what WorkflowDefinitions add (``wop_langgraph.definitions`` hands it over when
+        a definition is registered): channel projection in snapshots, sub-workflow links."""
+        self.definition_support = support
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -428,10 +421,9 @@ class WopHost:
         definition = (
             self.registry.get(row.workflow_id).definition if row.workflow_id in self.registry else None
         )
-        if definition is not None and "channels" in definition:
-            from wop_langgraph.definitions.channels import project_channels
-
-            channels = project_channels(definition, self.events(run_id))
+        support = self.definition_support
+        if definition is not None and "channels" in definition and support is not None:
+            channels = support.project_channels(definition, self.events(run_id))
             if channels:
                 snap["channels"] = channels  # the channels it declares, folded from its log
         return snap
@@ -751,10 +743,10 @@ class WopHost:
         return self._pool is not None
 
     def _settle_links(self, run_id: str) -> None:
-        """Carry the run's end across core.subWorkflow parent/child links (definitions/subworkflow.py)."""
-        from wop_langgraph.definitions.subworkflow import settle_links
-
-        settle_links(self, run_id)
+        """Carry the run's end across core.subWorkflow parent/child links (nothing to do on a
+        host with no definitions: they hand over :attr:`definition_support` when registered)."""
+        if self.definition_support is not None:
+            self.definition_support.settle_links(self, run_id)
 
     def _check_configurable(self, configurable: dict[str, Any]) -> None:
         validate_against_schema(configurable, configurable_schema(), what="configurable")

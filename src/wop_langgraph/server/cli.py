@@ -121,6 +121,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
     from pydantic import ValidationError
 
+    from wop_langgraph.definitions import load_definitions
     from wop_langgraph.log_redaction import install_log_redaction
     from wop_langgraph.notify.serving import notifier_from_settings
     from wop_langgraph.server import ConfigurationError, Settings, create_app
@@ -157,7 +158,7 @@ def _serve(args: argparse.Namespace) -> int:
             host.register(workflow_id, graph)
         if args.definitions:
             try:
-                report = host.load_definitions(args.definitions)
+                report = load_definitions(host, args.definitions)
             except FileNotFoundError as exc:
                 raise StartupError(f"{COMMAND}: {exc}") from None
             for name, reason in sorted(report.refused.items()):
