@@ -44,7 +44,7 @@ from wop_langgraph.store.run_queue import (
     renew,
 )
 from wop_langgraph.store.run_queue import release as release_lease
-from wop_langgraph.store.runs import queue_entry
+from wop_langgraph.store.runs import TERMINAL_STATUSES, queue_entry
 from wop_langgraph.store.statements import Reads
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "Executor", "RunOptions", "run_option"]
@@ -91,6 +91,8 @@ class Executor:
         self._closing = threading.Event()
         #: Called with a run id after each drive of it ends (callbacks, notifications).
         self.after_drive: list[Callable[[str], None]] = []
+        #: Called with a run id and its terminal status after a drive that ended the run.
+        self.after_end: list[Callable[[str, str], None]] = []
         #: Called with a run id handed back to the queue (wakes local workers).
         self.on_release: list[Callable[[str], None]] = []
 
@@ -223,6 +225,10 @@ class Executor:
             try:
                 for listener in self.after_drive:
                     listener(claim.run_id)
+                status = getattr(rested, "status", None)
+                if self.after_end and status in TERMINAL_STATUSES:
+                    for ended in self.after_end:
+                        ended(claim.run_id, str(status))
             finally:
                 with self._guard:
                     # A listener may have driven or queued the run again (a subworkflow's

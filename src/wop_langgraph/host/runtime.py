@@ -263,6 +263,24 @@ class WopHost:
             drives += 1
         return drives
 
+    # -- hooks -------------------------------------------------------------------------------
+
+    def on_interrupt_requested(self, hook: Callable[[Connection, InterruptRecord], None]) -> None:
+        """Call ``hook(conn, record)`` for each new interrupt, in the transaction that records it
+        (a branch fork's gate asked anew too; a replay's never): what it writes on ``conn``
+        commits, or not, with the interrupt. It must not raise for a reason of its own."""
+        self._recorder.on_requested.append(hook)
+
+    def on_run_rested(self, hook: Callable[[str], None]) -> None:
+        """Call ``hook(run_id)`` after each drive of a run in this process ends (the run waits,
+        ended, or went back to the queue), on the driving thread."""
+        self.executor.after_drive.append(hook)
+
+    def on_run_ended(self, hook: Callable[[str, str], None]) -> None:
+        """Call ``hook(run_id, status)`` when a run ends (``completed``, ``failed``, ``cancelled``):
+        after the drive in this process that ended it, or after :meth:`cancel` here."""
+        self.executor.after_end.append(hook)
+
     def use_definitions(self, support: DefinitionSupport) -> None:
         """Take on what WorkflowDefinitions add (``wop_langgraph.definitions`` hands it over when
         a definition is registered): channel projection in snapshots, sub-workflow links."""
@@ -553,6 +571,8 @@ class WopHost:
             notify(conn, CANCEL_CHANNEL, run_id)
         self.executor.cancel_local(run_id)
         self._settle_links(run_id)
+        for ended in self.executor.after_end:
+            ended(run_id, "cancelled")
         if wait:
             self.executor.wait_until_undriven(run_id)
         return {"runId": run_id, "status": "cancelled"}

@@ -20,7 +20,6 @@ import threading
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from wop_langgraph.host.recorder import InterruptRecorder
 from wop_langgraph.notify.channels import AppriseChannel, EmailChannel
 from wop_langgraph.notify.delivery import Dispatcher, DispatchSettings
 from wop_langgraph.notify.directory import Directory
@@ -82,11 +81,8 @@ class Notifier:
         planner = Planner(
             self.directory, self.policy, host.clock, ref_kinds=host.ref_kinds, membership=host.membership
         )
-        recorder = host.saver.recorder
-        if not isinstance(recorder, InterruptRecorder):
-            raise RuntimeError("the host's saver has no interrupt recorder to plan notifications in")
-        recorder.on_requested.append(planner)
-        host.executor.after_drive.append(lambda _run_id: self._wake.set())
+        host.on_interrupt_requested(planner)
+        host.on_run_rested(lambda _run_id: self._wake.set())
         self._dispatcher = Dispatcher(
             DispatchSettings(
                 engine=host.engine,

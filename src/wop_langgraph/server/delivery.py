@@ -86,7 +86,7 @@ def attach_callbacks(host: WopHost, settings: Settings) -> CallbackDelivery:
     delivery = CallbackDelivery(
         host, settings.keyring(), policy, timedelta(seconds=settings.token_ttl_seconds)
     )
-    host.executor.after_drive.append(delivery.notify)
+    host.on_run_rested(delivery.notify)
     return delivery
 
 
