@@ -136,7 +136,7 @@ def _notifier(host: WopHost) -> Notifier | None:
     """
     if not os.environ.get("WOP_NOTIFY_DIRECTORY"):
         return None
-    from wop_langgraph.notify.serving import notifier_from_settings
+    from wop_langgraph.server.notifying import notifier_from_settings
     from wop_langgraph.server.settings import Settings
 
     settings = Settings()

@@ -19,7 +19,7 @@ from tests.notify.test_outbox import OWNER, links_in, notifier, run
 from tests.server.conftest import PUBLIC_URL, make_settings
 from wop_langgraph.host import WopHost
 from wop_langgraph.notify import NotifyPolicy
-from wop_langgraph.notify.serving import notifier_from_settings
+from wop_langgraph.server.notifying import notifier_from_settings
 from wop_langgraph.tokens import verify
 
 

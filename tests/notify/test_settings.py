@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.server.conftest import API_KEYS, SIGNING_KEYS, make_settings
-from wop_langgraph.notify.serving import notifier_from_settings
 from wop_langgraph.server.cli import serve_main
+from wop_langgraph.server.notifying import notifier_from_settings
 from wop_langgraph.server.settings import ConfigurationError
 
 

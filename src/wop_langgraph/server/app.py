@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import Depends, FastAPI
 
 from wop_langgraph.host import WopHost
-from wop_langgraph.notify.serving import notifier_from_settings, with_notifier
 from wop_langgraph.server import (
     discovery,
     docs_page,
@@ -25,6 +24,7 @@ from wop_langgraph.server.head import HeadMiddleware
 from wop_langgraph.server.langgraph_api import mount_langgraph_api
 from wop_langgraph.server.limits import RequestLimitsMiddleware
 from wop_langgraph.server.maintenance import lifespan
+from wop_langgraph.server.notifying import notifier_from_settings, with_notifier
 from wop_langgraph.server.openapi import install_openapi
 from wop_langgraph.server.paths import SlashEscapeMiddleware, bounded_path_ids
 from wop_langgraph.server.settings import Settings

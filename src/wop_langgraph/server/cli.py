@@ -8,7 +8,7 @@
 ``--definitions DIR`` also loads every ``*.json`` OpenWOP WorkflowDefinition in ``DIR`` under its
 ``id`` (a definition the host cannot run is refused with its reason on stderr; the rest load).
 ``WOP_NOTIFY_DIRECTORY`` (and ``WOP_NOTIFY_SMTP_*``, ...) turns on email/chat notifications of
-interrupts with personal links (see :mod:`wop_langgraph.notify.serving` and docs/server.md).
+interrupts with personal links (see :mod:`wop_langgraph.server.notifying` and docs/server.md).
 """
 
 from __future__ import annotations
@@ -123,8 +123,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     from wop_langgraph.definitions import load_definitions
     from wop_langgraph.log_redaction import install_log_redaction
-    from wop_langgraph.notify.serving import notifier_from_settings
     from wop_langgraph.server import ConfigurationError, Settings, create_app
+    from wop_langgraph.server.notifying import notifier_from_settings
 
     install_log_redaction()  # review links carry live tokens: none may reach a log line
     # A langgraph.json's env is set first: its graphs, and WOP_* settings in it, read it.

@@ -51,7 +51,7 @@ class Settings(BaseSettings):
             (resolves, creations, cancels) being answered to finish first (0: it does not wait).
         lease_seconds: how long a worker's lease on a run lasts without renewal.
         callback_attempts / callback_backoff_seconds / callback_timeout_seconds: callback delivery.
-        notify_*: email/chat notifications of interrupts (see :mod:`wop_langgraph.notify.serving`).
+        notify_*: email/chat notifications of interrupts (see :mod:`wop_langgraph.server.notifying`).
         max_body_bytes: the largest request body accepted (``413 payload_too_large`` above).
         max_json_depth: the deepest nesting of a JSON request body (``400`` above).
         max_string_chars: the longest string or object key in a JSON request body.
