@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from langgraph.pregel import Pregel
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
 
 from wop_langgraph._extras import EXTRAS, missing_extra
 from wop_langgraph.host.registry import require_compiled
 from wop_langgraph.protocol.errors import StoreError
+from wop_langgraph.store.engine import URL, parse_url
 
 if TYPE_CHECKING:
     from wop_langgraph.host import WopHost
@@ -51,9 +50,8 @@ class StartupError(Exception):
 
 def redacted(url: str | URL) -> str:
     """``url`` with its password shown as ``***`` (for banners and error lines)."""
-    try:
-        parsed = make_url(url) if isinstance(url, str) else url
-    except ArgumentError:
+    parsed = parse_url(url) if isinstance(url, str) else url
+    if parsed is None:
         return "<not a URL>"
     return parsed.render_as_string(hide_password=True)
 
@@ -65,12 +63,9 @@ def check_database_url(url: str, command: str) -> URL:
         StartupError: not a URL, a scheme other than SQLite or PostgreSQL, a SQLite file whose
             folder does not exist, or PostgreSQL without the ``postgres`` extra.
     """
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise StartupError(
-            f"{command}: {url!r} is not a database URL; give one such as {_URL_EXAMPLES}"
-        ) from None
+    parsed = parse_url(url)
+    if parsed is None:
+        raise StartupError(f"{command}: {url!r} is not a database URL; give one such as {_URL_EXAMPLES}")
     if parsed.drivername in _POSTGRES_DRIVERS:
         problem = missing_extra("postgres", f"{command} --db postgresql")
         if problem:

@@ -26,12 +26,13 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import ArgumentError, DisconnectionError
 from sqlalchemy.pool import QueuePool, StaticPool
 
 __all__ = [
     "READ_ONLY",
     "SQLITE_BUSY_TIMEOUT_MS",
+    "URL",
     "Connection",
     "Engine",
     "configure_sqlite",
@@ -40,6 +41,7 @@ __all__ = [
     "make_engine",
     "normalize_url",
     "one_statement",
+    "parse_url",
     "pool_size",
     "reading",
     "watches_statements",
@@ -54,6 +56,14 @@ _IDLE_SINCE = "wop_idle_since"
 
 #: Execution option: a transaction that only reads; on SQLite it begins DEFERRED, not IMMEDIATE.
 READ_ONLY = "wop_read_only"
+
+
+def parse_url(url: str) -> URL | None:
+    """``url`` parsed as a database URL, or ``None`` when it is not one."""
+    try:
+        return make_url(url)
+    except ArgumentError:
+        return None
 
 
 def normalize_url(url: str | URL) -> URL:
