@@ -28,6 +28,7 @@ from wop_langgraph.host.driver import DriveSignal, jsonable
 from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, PendingClaim, RunOptions, run_option
 from wop_langgraph.host.foreground import Foreground
 from wop_langgraph.host.fork import fork_run
+from wop_langgraph.host.keys import tenant_of
 from wop_langgraph.host.listing import InterruptPage, RunPage, answerable_page, run_page, utc_bound
 from wop_langgraph.host.principal import MembershipResolver, Principal
 from wop_langgraph.host.registry import GraphRegistry
@@ -285,6 +286,7 @@ class WopHost:
         metadata: dict[str, Any] | None = None,
         wait: bool = True,
         on_commit: Callable[[Connection, dict[str, Any]], None] | None = None,
+        run_id: str | None = None,
     ) -> dict[str, Any]:
         """Create a run and queue it; returns its snapshot.
 
@@ -292,6 +294,11 @@ class WopHost:
         first interrupt or ended. Without it, the run is ``pending`` until a worker takes it.
         ``on_commit`` is called with the new run's snapshot inside the transaction that
         creates it (to store something that must commit with the run, or not at all).
+        ``run_id`` is an id minted earlier for ``owner``'s tenant (``mint_tenant_id``), for a
+        run whose id was given out before it could start; by default one is minted here.
+
+        Raises:
+            ValidationError: ``run_id`` names another tenant.
         """
         self.registry.get(workflow_id).require(
             conversations=self.options.conversations, credentials=self.options.credentials
@@ -301,7 +308,12 @@ class WopHost:
         inputs_doc = jsonable(inputs)
         require_storable(inputs_doc, "/inputs")
         require_storable({"metadata": metadata, "configurable": configurable, "tags": tags}, "")
-        run_id = mint_tenant_id(owner.tenant)
+        if run_id is None:
+            run_id = mint_tenant_id(owner.tenant)
+        elif tenant_of(run_id) != owner.tenant:
+            raise ValidationError(
+                "a run's id must be minted for its owner's tenant", details={"field": "runId"}
+            )
         self._recorder.created_unforked(run_id)  # its interrupts need not look for a fork row
         now = self.clock()
         owner_doc = {"tenant": owner.tenant, "subject": owner.subject()}

@@ -25,7 +25,8 @@ from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.driver import jsonable
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
-from wop_langgraph.protocol.ids import unproject_id
+from wop_langgraph.protocol.ids import mint_tenant_id, unproject_id
+from wop_langgraph.server.langgraph_api.enqueue import ENQUEUE, RunQueue
 from wop_langgraph.server.langgraph_api.errors import PendingInterrupts, RunBusy, ThreadBusy, Unsupported
 from wop_langgraph.server.langgraph_api.resume import answers, approval_resume
 from wop_langgraph.server.langgraph_api.shapes import (
@@ -36,6 +37,14 @@ from wop_langgraph.server.langgraph_api.shapes import (
     thread_status,
 )
 from wop_langgraph.store.engine import reading
+from wop_langgraph.store.lg_queue import (
+    QueuedRun,
+    cancel_queued,
+    forget_queued,
+    insert_queued,
+    queued_of_thread,
+    queued_status,
+)
 from wop_langgraph.store.lg_threads import (
     ThreadRow,
     ThreadRunRow,
@@ -98,6 +107,8 @@ class LangGraphService:
 
     def __init__(self, host: WopHost) -> None:
         self.host = host
+        #: Starts enqueued runs when their turn comes (its scan is started by the app).
+        self.queue = RunQueue(host, assistant_uuid)
         #: When the assistants (the registered graphs) were created, as far as clients can tell.
         self.started_at = host.clock()
 
@@ -204,12 +215,12 @@ class LangGraphService:
             r
             for r in rows
             if (metadata is None or _contains(r.metadata, metadata))
-            and (status is None or thread_status(r.run_status, r.run_queued) == status)
+            and (status is None or thread_status(r.run_status, r.run_queued, r.runs_behind) == status)
         ]
 
         def key(row: ThreadRow) -> Any:
             if sort_by == "status":
-                return thread_status(row.run_status, row.run_queued)
+                return thread_status(row.run_status, row.run_queued, row.runs_behind)
             if sort_by == "updated_at":
                 return max(row.updated_at, row.run_updated_at or row.updated_at)
             return getattr(row, sort_by)
@@ -288,9 +299,12 @@ class LangGraphService:
             delete_thread(conn, thread_id)
 
     def runs(self, principal: Principal, thread_id: str) -> list[ThreadRunRow]:
+        """The thread's runs newest first, with those still queued (or cancelled before they started)."""
         self.thread(principal, thread_id)
         with reading(self.host.engine) as conn:
-            return runs_of_thread(conn, thread_id, listed_only=True)
+            started = runs_of_thread(conn, thread_id, listed_only=True)
+            waiting = [_queued_row(q) for q in queued_of_thread(conn, thread_id)]
+        return sorted(started + waiting, key=lambda r: (r.created_at, r.run_id), reverse=True)
 
     def delete_run(self, principal: Principal, thread_id: str, wire_run_id: str) -> None:
         """``DELETE /threads/{id}/runs/{run}``: hide an ended run from the thread's run routes.
@@ -311,6 +325,9 @@ class LangGraphService:
                 details={"run_id": wire_run_id, "status": run.status},
             )
         with self.host.engine.begin() as conn:
+            if run.multitask_strategy == ENQUEUE and queued_status(conn, run.run_id) is not None:
+                forget_queued(conn, run.run_id)  # cancelled before it started: no OpenWOP run
+                return
             hidden = hide_thread_run(conn, run.run_id, deleted_by=principal.subject_id, now=self.host.clock())
         if not hidden:
             raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}")
@@ -328,6 +345,9 @@ class LangGraphService:
             raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}") from None
         with reading(self.host.engine) as conn:
             found = thread_run(conn, thread_id, run_id)
+            if found is None:
+                queued = queued_of_thread(conn, thread_id, run_id)
+                found = _queued_row(queued[0]) if queued else None
         if found is None:
             raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}")
         return found
@@ -390,13 +410,17 @@ class LangGraphService:
             raise ValidationError("command needs resume or goto", details={"field": "command"})
         with self.host.engine.begin() as conn:
             touch_thread(conn, row.thread_id, now=self.host.clock())
+        if goto is not None:
+            self.queue.promote(row.thread_id)  # the next enqueued run's turn
         return Started(row.thread_id, row.run_id, row.workflow_id, baseline)
 
     def _next_run(
         self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any]
     ) -> Started:
+        if body.get("multitask_strategy") == ENQUEUE:
+            return self._enqueue(principal, row, graph_id, body)
         status = _effective(row)
-        if status in ("pending", "running"):
+        if status in ("pending", "running") or row.runs_behind:
             raise ThreadBusy(
                 f"thread {row.thread_id!r} is busy (multitask_strategy reject)",
                 details={"thread_id": row.thread_id},
@@ -444,6 +468,40 @@ class LangGraphService:
         )
         return Started(row.thread_id, created["runId"], graph_id, seeded[0] if seeded else None)
 
+    def _enqueue(
+        self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any]
+    ) -> Started:
+        """``multitask_strategy: enqueue``: queue the run behind the thread's current one (and
+        behind the runs queued before it); it starts at once if its turn has come."""
+        self.host.registry.get(graph_id).require(
+            conversations=self.host.options.conversations, credentials=self.host.options.credentials
+        )
+        inputs = jsonable(body.get("input"))
+        require_storable(inputs, "/input")
+        run_metadata = self._metadata(body.get("metadata"))
+        run_id = mint_tenant_id(principal.tenant)
+        now = self.host.clock()
+        with self.host.engine.begin() as conn:
+            insert_queued(
+                conn,
+                run_id,
+                row.thread_id,
+                tenant=principal.tenant,
+                owner=principal.subject(),
+                graph_id=graph_id,
+                assistant_id=assistant_uuid(graph_id),
+                inputs=inputs,
+                metadata=run_metadata,
+                now=now,
+            )
+        self.queue.queued()
+        self.queue.promote(row.thread_id)  # the thread may be free (or become free meanwhile)
+        return Started(row.thread_id, run_id, graph_id, None)
+
+    def _never_started(self, run_id: str) -> bool:
+        with reading(self.host.engine) as conn:
+            return run_rest(conn, run_id) is None and queued_status(conn, run_id) is not None
+
     def latest_checkpoint(self, workflow_id: str, run_id: str) -> str | None:
         saved = self._graph(workflow_id).checkpointer.get_tuple(  # type: ignore[union-attr]
             {"configurable": {"thread_id": run_id, "checkpoint_ns": ""}}
@@ -467,6 +525,7 @@ class LangGraphService:
             self.host.cancel(row.run_id, reason="ignored", principal=principal, wait=False)
             with self.host.engine.begin() as conn:
                 touch_thread(conn, thread_id, now=self.host.clock())
+            self.queue.promote(thread_id)  # the next enqueued run's turn
             row = self.thread(principal, thread_id)
         snapshot, _ = self.current_state(row)
         config = snapshot.config if snapshot is not None else None
@@ -485,11 +544,16 @@ class LangGraphService:
         run = self.run(principal, thread_id, wire_run_id)
         if run.status in _TERMINAL:
             return
-        self.host.cancel(
-            run.run_id, reason="cancelled through the LangGraph API", principal=principal, wait=False
-        )
+        with self.host.engine.begin() as conn:
+            if run.multitask_strategy == ENQUEUE and cancel_queued(conn, run.run_id, now=self.host.clock()):
+                return  # cancelled before it started: it never will
+        with suppress(RunTerminal):  # it ended meanwhile (or started and was cancelled by another)
+            self.host.cancel(
+                run.run_id, reason="cancelled through the LangGraph API", principal=principal, wait=False
+            )
         with self.host.engine.begin() as conn:
             touch_thread(conn, thread_id, now=self.host.clock())
+        self.queue.promote(thread_id)  # the next enqueued run's turn
 
     def cancel_run_quietly(self, run_id: str, principal: Principal) -> None:
         """Cancel a run whose streaming client left with ``on_disconnect: cancel`` (if not ended)."""
@@ -499,6 +563,8 @@ class LangGraphService:
     def outcome(self, started: Started) -> dict[str, Any]:
         """What ``runs.wait`` / ``join`` answer once the run rests: the state's values, with
         ``__interrupt__`` while it waits and ``__error__`` when it failed (as LangGraph's server)."""
+        if self._never_started(started.run_id):
+            return {}  # cancelled before it started: it has no state of its own
         status = self.host.snapshot(started.run_id)
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
         values: dict[str, Any] = dict(jsonable(snapshot.values)) if isinstance(snapshot.values, dict) else {}
@@ -521,10 +587,15 @@ class LangGraphService:
         Raises:
             NotFound: no such run.
         """
+        waiting: str | None = None
         with reading(self.host.engine) as conn:
             found = run_rest(conn, run_id)
+            if found is None:
+                waiting = queued_status(conn, run_id)  # enqueued, not started yet
         if found is None:
-            raise NotFound(f"no run {run_id!r}")
+            if waiting is None:
+                raise NotFound(f"no run {run_id!r}")
+            return "pending" if waiting == "queued" else "cancelled"
         status, queued = found
         return _BUSY if queued and status.startswith(_RESTING_PREFIX) else status
 
@@ -549,6 +620,21 @@ class LangGraphService:
         return status, newer, base
 
 
+def _queued_row(queued: QueuedRun) -> ThreadRunRow:
+    """An enqueued run that has not started, as a thread's run (``pending``, or ``cancelled``)."""
+    return ThreadRunRow(
+        queued.run_id,
+        queued.thread_id,
+        queued.assistant_id,
+        queued.metadata,
+        ENQUEUE,
+        queued.created_at,
+        "pending" if queued.status == "queued" else "cancelled",
+        queued.updated_at,
+        queued.graph_id,
+    )
+
+
 def _effective(row: ThreadRow) -> str:
     """The current run's status as a LangGraph client sees it: a waiting run still being driven is running."""
     status = row.run_status or ""
@@ -571,9 +657,9 @@ def _bounded(value: Any, name: str, low: int, high: int) -> int:
 def _refuse_unsupported(body: Mapping[str, Any]) -> None:
     """Refuse, before anything changes, the run options this host does not offer."""
     strategy = body.get("multitask_strategy")
-    if strategy not in (None, "reject"):
+    if strategy not in (None, "reject", ENQUEUE):
         raise Unsupported(
-            f"multitask_strategy {strategy!r} is not supported; use 'reject' (the default here)",
+            f"multitask_strategy {strategy!r} is not supported; use 'reject' (the default here) or 'enqueue'",
             details={"field": "multitask_strategy"},
         )
     for name in ("interrupt_before", "interrupt_after"):

@@ -32,6 +32,7 @@ from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server.langgraph_api.service import LangGraphService, Started, is_resting
 from wop_langgraph.server.state import ServerState
 from wop_langgraph.store.appended import signals_for
+from wop_langgraph.store.lg_threads import SEED_MARK
 
 __all__ = ["KNOWN_MODES", "frames", "stream_modes", "wait_until_resting"]
 
@@ -207,6 +208,10 @@ async def _follow(
                 first = False
             for snapshot in newer:
                 after = str(snapshot.config["configurable"]["checkpoint_id"])
+                if SEED_MARK in (snapshot.metadata or {}):
+                    # Where an enqueued run began (the previous run's state): not its output.
+                    emitter.base(snapshot)
+                    continue
                 step = emitter.step(snapshot)
                 if step:
                     # The step's last frame carries its checkpoint id: a client that reconnects
