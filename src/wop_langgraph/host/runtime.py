@@ -635,6 +635,24 @@ class WopHost:
             lease.hand_back()  # not expected: the lease is taken only where the run is queued
         return result
 
+    def resolve_all(
+        self, run_id: str, answers: Sequence[tuple[str, str | None, Any]], principal: Principal
+    ) -> list[dict[str, Any]]:
+        """Resolve several pending interrupts of ``run_id`` all or nothing, returning at commit.
+
+        ``answers`` are ``(node_id, key, resume_value)`` (``key`` picks one of a node's
+        interrupts, or ``None``). Each is checked as :meth:`resolve` checks one, in one
+        transaction: if any is refused, none is applied. Workers drive the run on. See
+        :meth:`~wop_langgraph.host.resolver.Resolver.resolve_all`.
+        """
+        return self._resolver.resolve_all(run_id, answers, principal)
+
+    async def aresolve_all(
+        self, run_id: str, answers: Sequence[tuple[str, str | None, Any]], principal: Principal
+    ) -> list[dict[str, Any]]:
+        """Async :meth:`resolve_all`."""
+        return await asyncio.to_thread(self.resolve_all, run_id, answers, principal)
+
     def sweep(self, now: datetime | None = None, *, wait: bool = True) -> int:
         """Time out every pending interrupt whose deadline passed; returns how many.
 

@@ -11,6 +11,7 @@
 * ``broken``: a node that raises, for a failed run.
 * ``publish-gate``: an OpenWOP ``request_approval`` gate (accept, reject, edit-accept) on a draft.
 * ``counter``: ``n`` counted up by two steps, the second a little slow: a stream to cut between them.
+* ``two-gates``: two parallel OpenWOP approval gates (accept / reject): a batch answer with a bad part.
 * ``journal``: appends each input's entries and a ``wrote:`` line a second later, reporting
   progress with ``get_stream_writer()``: the order in which runs of a thread ran, and ``custom``.
 """
@@ -174,6 +175,27 @@ def build_publish_gate() -> Any:
     return graph.compile()
 
 
+class Gates(TypedDict, total=False):
+    decisions: Annotated[list[str], operator.add]
+
+
+def _gate(name: str) -> Any:
+    def node(state: Gates) -> dict[str, Any]:
+        decision = request_approval(f"{name}-1", "text", f"{name} sign-off?", actions=("accept", "reject"))
+        return {"decisions": [f"{name}={decision.action}"]}
+
+    return node
+
+
+def build_two_gates() -> Any:
+    graph = StateGraph(Gates)
+    for name in ("legal", "finance"):
+        graph.add_node(name, _gate(name))
+        graph.add_edge(START, name)
+        graph.add_edge(name, END)
+    return graph.compile()
+
+
 class Counter(TypedDict):
     n: int
 
@@ -227,4 +249,5 @@ WORKFLOWS: dict[str, Any] = {
     "counter": build_counter(),
     "publish-gate": build_publish_gate(),
     "journal": build_journal(),
+    "two-gates": build_two_gates(),
 }

@@ -399,13 +399,18 @@ class LangGraphService:
                 row.run_id, reason="ended by command.goto __end__", principal=principal, wait=False
             )
         elif "resume" in command:
-            # Every value is translated (and a bad one refused) before the first is applied.
+            # Every value is translated (and a bad one refused) before anything is applied, and
+            # the host applies them all or none (one transaction): a refused answer leaves the
+            # others pending, and of two concurrent batches one wins whole.
             resolves = [
-                (record, approval_resume(record, value))
+                (record.node_id, record.key, approval_resume(record, value))
                 for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"])
             ]
-            for record, value in resolves:
-                self.host.resolve(row.run_id, record.node_id, value, principal, key=record.key, wait=False)
+            if len(resolves) == 1:
+                node_id, key, value = resolves[0]
+                self.host.resolve(row.run_id, node_id, value, principal, key=key, wait=False)
+            else:
+                self.host.resolve_all(row.run_id, resolves, principal)
         else:
             raise ValidationError("command needs resume or goto", details={"field": "command"})
         with self.host.engine.begin() as conn:
