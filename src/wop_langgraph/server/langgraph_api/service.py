@@ -28,6 +28,7 @@ from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import mint_tenant_id, unproject_id
 from wop_langgraph.server.langgraph_api.enqueue import ENQUEUE, RunQueue
 from wop_langgraph.server.langgraph_api.errors import PendingInterrupts, RunBusy, ThreadBusy, Unsupported
+from wop_langgraph.server.langgraph_api.relay import CustomRelay
 from wop_langgraph.server.langgraph_api.resume import answers, approval_resume
 from wop_langgraph.server.langgraph_api.shapes import (
     assistant_uuid,
@@ -83,6 +84,8 @@ class Started:
     run_id: str
     workflow_id: str
     baseline: str | None
+    #: How many ``custom`` chunks the run had written before the request (not shown again).
+    custom_after: int = 0
 
 
 def is_resting(status: str) -> bool:
@@ -109,6 +112,9 @@ class LangGraphService:
         self.host = host
         #: Starts enqueued runs when their turn comes (its scan is started by the app).
         self.queue = RunQueue(host, assistant_uuid)
+        #: ``custom`` chunks of the runs this process drives, for their streams.
+        self.relay = CustomRelay(host.engine)
+        host.executor.on_custom.append(self.relay.publish)
         #: When the assistants (the registered graphs) were created, as far as clients can tell.
         self.started_at = host.clock()
 
@@ -392,6 +398,7 @@ class LangGraphService:
                 details={"thread_id": row.thread_id},
             )
         baseline = self.latest_checkpoint(row.workflow_id, row.run_id)
+        custom_after = self.relay.position(row.run_id)
         if goto is not None:
             if goto not in (END, [END]) or "resume" in command:
                 raise Unsupported('command.goto is supported only as "__end__" (end the interrupted run)')
@@ -417,7 +424,7 @@ class LangGraphService:
             touch_thread(conn, row.thread_id, now=self.host.clock())
         if goto is not None:
             self.queue.promote(row.thread_id)  # the next enqueued run's turn
-        return Started(row.thread_id, row.run_id, row.workflow_id, baseline)
+        return Started(row.thread_id, row.run_id, row.workflow_id, baseline, custom_after)
 
     def _next_run(
         self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any]
