@@ -32,8 +32,11 @@ _SCOPES = "runs:create+runs:read+runs:cancel+approvals:respond"
 
 
 def _pythonpath(*extra: Path) -> str:
-    paths = [str(p) for p in (*extra, REPO / "src", REPO)] + [os.environ.get("PYTHONPATH", "")]
-    return os.pathsep.join(p for p in paths if p)
+    """The servers' import path: ``extra``, this checkout, the caller's; never this folder, whose
+    ``langgraph_api.py`` would shadow LangGraph's ``langgraph_api`` package."""
+    inherited = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    paths = [str(p) for p in (*extra, REPO / "src", REPO)] + inherited
+    return os.pathsep.join(p for p in paths if p and Path(p).resolve() != HERE)
 
 
 def _wait_ready(process: subprocess.Popen[bytes], url: str, timeout: float, what: str) -> None:

@@ -59,9 +59,18 @@ def test_events_show_each_node_and_the_graph_as_agent_inbox_reads_them(base: str
     parts = _stream(sdk(), "journal", {"entries": ["a"]}, ["events"])
     events = [data for event, data in parts if event == "events"]
     names = [(e["event"], e["name"]) for e in events]
-    assert names[0] == ("on_chain_start", "LangGraph") and names[-1] == ("on_chain_end", "LangGraph")
-    node_start = next(e for e in events if e["event"] == "on_chain_start" and e["name"] == "write")
+    # as langgraph dev sends them (its graph's input aside: not kept here)
+    assert names == [
+        ("on_chain_start", "journal"),
+        ("on_chain_start", "write"),
+        ("on_chain_stream", "write"),
+        ("on_chain_end", "write"),
+        ("on_chain_end", "journal"),
+    ]
+    node_start = events[1]
     assert node_start["metadata"]["langgraph_node"] == "write"  # what Agent Inbox shows as progress
+    assert node_start["data"]["input"] == {"entries": ["a"]}
+    assert events[2]["data"]["chunk"] == {"entries": ["wrote:a"]}
     assert events[-1]["data"]["output"] == {"entries": ["a", "wrote:a"]}
 
 

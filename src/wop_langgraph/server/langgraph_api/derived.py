@@ -5,8 +5,9 @@ The run is driven elsewhere (a worker), so what a stream can show is what was ch
 step's tasks with their results, and the state after it. These payloads have LangGraph's shapes
 (``langgraph.pregel.debug``; LangChain's ``astream_events`` v2 for ``events``) with what a
 checkpoint does not keep left empty: a task's ``input`` and ``triggers``; in ``events`` only the
-graph's and its nodes' ``on_chain_start`` / ``on_chain_end`` (no model or tool events, no
-tokens), each node's start sent with its end, once the step is saved.
+graph's ``on_chain_start`` / ``on_chain_end`` and its nodes' ``on_chain_start`` /
+``on_chain_stream`` / ``on_chain_end`` (no model or tool events, no tokens), a node's start sent
+with its end, once the step is saved.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def checkpoint_payload(thread_id: str, snapshot: StateSnapshot) -> dict[str, Any
 def chain_event(
     kind: str, name: str, run_id: str, data: dict[str, Any], metadata: dict[str, Any]
 ) -> dict[str, Any]:
-    """One ``events`` item: ``on_chain_start`` / ``on_chain_end`` of the graph or of a node."""
+    """One ``events`` item: ``on_chain_start`` / ``_stream`` / ``_end`` of the graph or of a node."""
     return {
         "event": kind,
         "name": name,

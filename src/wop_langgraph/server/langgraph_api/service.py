@@ -308,9 +308,12 @@ class LangGraphService:
         """The thread's runs newest first, with those still queued (or cancelled before they started)."""
         self.thread(principal, thread_id)
         with reading(self.host.engine) as conn:
-            started = runs_of_thread(conn, thread_id, listed_only=True)
+            # Queued first: a run that starts between the two reads is then among the started.
             waiting = [_queued_row(q) for q in queued_of_thread(conn, thread_id)]
-        return sorted(started + waiting, key=lambda r: (r.created_at, r.run_id), reverse=True)
+            started = runs_of_thread(conn, thread_id, listed_only=True)
+        ids = {r.run_id for r in started}
+        rows = started + [r for r in waiting if r.run_id not in ids]
+        return sorted(rows, key=lambda r: (r.created_at, r.run_id), reverse=True)
 
     def delete_run(self, principal: Principal, thread_id: str, wire_run_id: str) -> None:
         """``DELETE /threads/{id}/runs/{run}``: hide an ended run from the thread's run routes.
@@ -350,10 +353,10 @@ class LangGraphService:
         except ValidationError:
             raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}") from None
         with reading(self.host.engine) as conn:
-            found = thread_run(conn, thread_id, run_id)
-            if found is None:
-                queued = queued_of_thread(conn, thread_id, run_id)
-                found = _queued_row(queued[0]) if queued else None
+            # Queued first: the transaction that starts a queued run removes its row, so a
+            # run that starts between the two reads is found by the second.
+            queued = queued_of_thread(conn, thread_id, run_id)
+            found = _queued_row(queued[0]) if queued else thread_run(conn, thread_id, run_id)
         if found is None:
             raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}")
         return found
@@ -511,8 +514,9 @@ class LangGraphService:
         return Started(row.thread_id, run_id, graph_id, None)
 
     def _never_started(self, run_id: str) -> bool:
+        """Whether the run was cancelled before it started (such a run never starts)."""
         with reading(self.host.engine) as conn:
-            return run_rest(conn, run_id) is None and queued_status(conn, run_id) is not None
+            return queued_status(conn, run_id) == "cancelled"
 
     def latest_checkpoint(self, workflow_id: str, run_id: str) -> str | None:
         saved = self._graph(workflow_id).checkpointer.get_tuple(  # type: ignore[union-attr]
@@ -599,15 +603,15 @@ class LangGraphService:
         Raises:
             NotFound: no such run.
         """
-        waiting: str | None = None
         with reading(self.host.engine) as conn:
-            found = run_rest(conn, run_id)
-            if found is None:
-                waiting = queued_status(conn, run_id)  # enqueued, not started yet
-        if found is None:
-            if waiting is None:
-                raise NotFound(f"no run {run_id!r}")
+            # Queued first (enqueued, not started): a run that starts between the two reads
+            # is found by the second.
+            waiting = queued_status(conn, run_id)
+            found = None if waiting is not None else run_rest(conn, run_id)
+        if waiting is not None:
             return "pending" if waiting == "queued" else "cancelled"
+        if found is None:
+            raise NotFound(f"no run {run_id!r}")
         status, queued = found
         return _BUSY if queued and status.startswith(_RESTING_PREFIX) else status
 

@@ -52,8 +52,6 @@ KNOWN_MODES: Final = frozenset(
     {"values", "updates", "messages-tuple", "messages", "custom", "events", "debug", "tasks", "checkpoints"}
 )
 _KEEP_ALIVE_SECONDS = 15.0
-#: The root chain's name in ``events`` (a compiled graph's default name).
-_GRAPH_NAME: Final = "LangGraph"
 #: The longest wait between reads without a wake-up (another process's worker on SQLite
 #: appends unannounced; a missed wake-up costs at most this).
 _RECHECK_SECONDS = 1.0
@@ -130,7 +128,10 @@ class _Emitter:
             return []
         meta = self._meta(None, None)
         return [
-            _frame("events", chain_event("on_chain_start", _GRAPH_NAME, self.run_id, {"input": None}, meta))
+            _frame(
+                "events",
+                chain_event("on_chain_start", self.started.workflow_id, self.run_id, {"input": None}, meta),
+            )
         ]
 
     def step(self, snapshot: StateSnapshot) -> list[str]:
@@ -155,9 +156,14 @@ class _Emitter:
                         out.append(_frame(mode, _debug(kind, step, payload) if wrap else payload))
             if "events" in self.modes:
                 meta = self._meta(task.name, step)
-                output = {"output": jsonable(task.result)}
-                out.append(_frame("events", chain_event("on_chain_start", task.name, task.id, {}, meta)))
-                out.append(_frame("events", chain_event("on_chain_end", task.name, task.id, output, meta)))
+                state = {"input": jsonable(parent.values) if parent is not None else None}
+                result = jsonable(task.result)
+                for kind, data in (
+                    ("on_chain_start", state),
+                    ("on_chain_stream", {"chunk": result}),
+                    ("on_chain_end", {"output": result, **state}),
+                ):
+                    out.append(_frame("events", chain_event(kind, task.name, task.id, data, meta)))
         if "checkpoints" in self.modes or "debug" in self.modes:
             payload = checkpoint_payload(self.started.thread_id, snapshot)
             if "checkpoints" in self.modes:
@@ -198,7 +204,11 @@ class _Emitter:
         if status == "completed" and "events" in self.modes:
             meta = self._meta(None, None)
             data = {"output": self.last_values}
-            out.append(_frame("events", chain_event("on_chain_end", _GRAPH_NAME, self.run_id, data, meta)))
+            out.append(
+                _frame(
+                    "events", chain_event("on_chain_end", self.started.workflow_id, self.run_id, data, meta)
+                )
+            )
         if status == "failed":
             error = error or {}
             out.append(
