@@ -86,6 +86,29 @@ def test_an_enqueued_run_waits_behind_pending_interrupts_until_the_run_ends(
     assert client.runs.get(thread_id, queued["run_id"])["status"] == "success"
 
 
+def test_a_queued_run_starts_when_the_run_ahead_is_cancelled_on_the_openwop_surface(
+    base: str, sdk: SdkFactory
+) -> None:
+    # Nothing on the LangGraph API's side sees this cancel: the queue's scan finds the turn.
+    client = sdk()
+    thread_id = client.threads.create()["thread_id"]
+    client.runs.wait(thread_id, "chat-agent", input=EMAIL)
+    [ahead] = client.runs.list(thread_id)
+    queued = client.runs.create(thread_id, "journal", input=_journal(["b"]), multitask_strategy="enqueue")
+    cancelled = httpx.post(
+        f"{base}/runs/{ahead['run_id']}/cancel", headers={"Authorization": "Bearer alice-key"}, json={}
+    )
+    assert cancelled.status_code < 300, cancelled.text
+    run = poll_until(
+        lambda: client.runs.get(thread_id, queued["run_id"]),
+        lambda r: r["status"] == "success",
+        timeout=20,
+        what="the queued run done",
+    )
+    assert run["status"] == "success"
+    assert client.runs.get(thread_id, ahead["run_id"])["status"] == "interrupted"
+
+
 def test_a_queued_run_cancelled_before_its_turn_never_starts(base: str, sdk: SdkFactory) -> None:
     client = sdk()
     thread_id = client.threads.create()["thread_id"]
