@@ -8,13 +8,15 @@ with ``command.resume`` (accept) until the run ends. Reported per backend: cycle
 the claim, the worker's drive to the end, the answer).
 
 Against ``wop-langgraph serve`` on SQLite and on PostgreSQL (``--postgres`` or
-``$WOP_TEST_POSTGRES_URL``), durable; and, with ``--reference-url``, against a LangGraph server
-already running the same graph under the name ``--reference-graph`` (e.g. ``langgraph dev``
-from ``langgraph-cli[inmem]``, in memory: this project does not install it), in the same run,
-with the ratios. Targets (issue 35): cycles/s >= 1.5x the reference's on PostgreSQL and >= 2x on
-SQLite, resume p99 <= half the reference's.
+``$WOP_TEST_POSTGRES_URL``), durable; and against LangGraph's reference server on the same
+graph, in the same run, with the ratios: ``--reference dev`` starts ``langgraph dev`` itself
+(``langgraph-cli[inmem]``, the ``dev`` extra; in memory) over ``langgraph_compare/langgraph.json``,
+``--reference-url`` names one already running the graph as ``--reference-graph``. Targets
+(issue 35): cycles/s >= 1.5x the reference's on PostgreSQL and >= 2x on SQLite, resume p99 <=
+half the reference's.
 
     python benchmarks/langgraph_api.py --clients 16 --cycles 10
+    python benchmarks/langgraph_api.py --reference dev
     python benchmarks/langgraph_api.py --reference-url http://127.0.0.1:2024 --reference-graph inbox-email
 """
 
@@ -24,11 +26,13 @@ import argparse
 import os
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 from langgraph_sdk import get_sync_client
 
 from _harness import API_KEY, POSTGRES_ENV, backends, database, p50, percentile, row, server
+from _reference import COMPARE_CONFIG, langgraph_dev
 
 TARGET = "wop_langgraph.examples.agent_inbox:workflows"
 GRAPH = "inbox-email"
@@ -101,10 +105,27 @@ def main() -> None:
     parser.add_argument(
         "--reference-url", help="a running LangGraph server with the same graph (langgraph dev)"
     )
+    parser.add_argument(
+        "--reference", choices=["dev"], help="start the reference server here: dev = langgraph dev"
+    )
+    parser.add_argument(
+        "--reference-jobs",
+        type=int,
+        default=None,
+        help="langgraph dev's --n-jobs-per-worker (its default if unset)",
+    )
     parser.add_argument("--reference-graph", default=GRAPH)
     parser.add_argument("--reference-key", default=None, help="its API key, if it wants one")
     args = parser.parse_args()
+    stack = ExitStack()
+    if args.reference == "dev":
+        args.reference_url = stack.enter_context(langgraph_dev(COMPARE_CONFIG, jobs=args.reference_jobs))
 
+    with stack:
+        _run(args)
+
+
+def _run(args: argparse.Namespace) -> None:
     results: list[Figures] = []
     for backend in backends(args.postgres):
         with (

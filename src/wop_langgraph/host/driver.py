@@ -200,6 +200,9 @@ class GraphDriver:
     #: What this drive has not written yet: node starts, and its passes' saves (shared with
     #: what the run's nodes emit).
     held: HeldWrites | None = None
+    #: Told each chunk the run's nodes write with ``get_stream_writer()`` (LangGraph's
+    #: ``custom`` mode is streamed only when set).
+    on_custom: Callable[[str, Any], None] | None = None
     _tasks: _PassTasks | None = field(default=None, init=False, repr=False)
     #: While streaming with our recorder: the node tasks whose ends the saver records.
     _ends: _TaskEnds | None = field(default=None, init=False, repr=False)
@@ -364,6 +367,9 @@ class GraphDriver:
                         if mode == "values":
                             self._final_values = chunk
                             continue
+                        if mode == "custom":
+                            self._relay(chunk)
+                            continue
                         failed_node = self._on_task(cast(Mapping[str, Any], chunk), resumed) or failed_node
                         if self.signal.stop.is_set():
                             break
@@ -390,8 +396,20 @@ class GraphDriver:
         return commit() if callable(commit) else nullcontext()
 
     def _stream_modes(self) -> list[StreamMode]:
-        """``tasks`` (what the log records), and ``values`` when they tell the final state."""
-        return ["tasks", "values"] if self._streams_final_state() else ["tasks"]
+        """``tasks`` (what the log records), ``values`` when they tell the final state, and
+        ``custom`` when someone relays it."""
+        modes: list[StreamMode] = ["tasks", "values"] if self._streams_final_state() else ["tasks"]
+        if self.on_custom is not None:
+            modes.append("custom")
+        return modes
+
+    def _relay(self, chunk: Any) -> None:
+        """Hand a ``custom`` chunk on; a failing listener never fails the run."""
+        if self.on_custom is not None:
+            try:
+                self.on_custom(self.run_id, chunk)
+            except Exception:
+                _log.exception("relaying a custom stream chunk failed")
 
     def _streams_final_state(self) -> bool:
         """Whether the last ``values`` chunk of a pass that ran to its end is the graph's final
@@ -467,6 +485,9 @@ class GraphDriver:
             ):
                 if mode == "values":
                     self._final_values = chunk
+                    continue
+                if mode == "custom":
+                    self._relay(chunk)
                     continue
                 task = cast(Mapping[str, Any], chunk)
                 failed_node = await _TASK_EVENTS.run(self._on_task, task, resumed) or failed_node

@@ -95,6 +95,10 @@ class Executor:
         self.after_end: list[Callable[[str, str], None]] = []
         #: Called with a run id handed back to the queue (wakes local workers).
         self.on_release: list[Callable[[str], None]] = []
+        #: Called with a run id and each chunk its nodes write with ``get_stream_writer()``, as
+        #: they write it, on the driving thread (nothing records them: a live relay's). Drives
+        #: stream LangGraph's ``custom`` mode only while a listener is installed.
+        self.on_custom: list[Callable[[str, Any], None]] = []
 
     # -- claiming ----------------------------------------------------------------------------
 
@@ -350,7 +354,12 @@ class Executor:
             is_async=registered.is_async,
             signal=signal,
             held=held,
+            on_custom=self._relay_custom if self.on_custom else None,
         )
+
+    def _relay_custom(self, run_id: str, chunk: Any) -> None:
+        for listener in self.on_custom:
+            listener(run_id, chunk)
 
     def _emit_once(
         self,

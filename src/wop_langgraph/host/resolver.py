@@ -12,7 +12,7 @@ request changes nothing. A worker resumes the graph; the caller never waits for 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -209,6 +209,44 @@ class Resolver:
                 details={"reason": "timeout"},
             )
         return {"runId": run_id, "nodeId": node_id, "status": status or run_status}
+
+    def resolve_all(
+        self, run_id: str, answers: Sequence[tuple[str, str | None, Any]], principal: Principal
+    ) -> list[dict[str, Any]]:
+        """Resolve (or vote on) several pending interrupts of ``run_id`` all or nothing.
+
+        ``answers`` are ``(node_id, key, resume_value)``. Every answer is checked and decided in
+        one transaction, so a refusal of any one (a bad value, an ineligible approver, a gate
+        already settled or past its deadline) rolls back the others: nothing is applied. The
+        nodes are locked in one order (by node, then key), so two concurrent batches over the
+        same interrupts never deadlock: the second finds them resolved (409). Returns each
+        answer's ``{runId, nodeId, status}``, in the order given.
+
+        Raises:
+            InterruptAlreadyResolved: an interrupt was settled already (or its deadline passed:
+                the timer times it out, not this call). Anything :meth:`resolve` raises.
+        """
+        if tenant_of(run_id) != principal.tenant:
+            raise IdTenantMismatch("the run id names another tenant than the caller's")
+        order = sorted(range(len(answers)), key=lambda i: (answers[i][0], answers[i][1] or ""))
+        results: dict[int, dict[str, Any]] = {}
+        queued = False
+        with self._s.engine.begin() as conn:
+            for index in order:
+                node_id, key, value = answers[index]
+                run_status, target = self._target(conn, run_id, node_id, key)
+                parsed, value, ballot = self._checked(target, value, principal)
+                decided, status = self._decide_in(conn, target, parsed, value, ballot, None)
+                if status == "timed-out":
+                    raise InterruptAlreadyResolved(
+                        f"the interrupt at node {node_id!r} is past its deadline; nothing was applied",
+                        details={"reason": "timeout"},
+                    )
+                queued = queued or decided
+                results[index] = {"runId": run_id, "nodeId": node_id, "status": status or run_status}
+        if queued:
+            self._s.on_enqueued(run_id)
+        return [results[i] for i in range(len(answers))]
 
     def _target(
         self, conn: Connection, run_id: str, node_id: str, key: str | None

@@ -38,6 +38,7 @@ from wop_langgraph.nodes.context import DEFAULT_ESCALATION_THRESHOLD
 from wop_langgraph.protocol.errors import InterruptAlreadyResolved, NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
+from wop_langgraph.protocol.keys import tenant_of
 from wop_langgraph.protocol.official import configurable_schema
 from wop_langgraph.protocol.principal import MembershipResolver, Principal
 from wop_langgraph.protocol.snapshot import RESULT_EXTENSION
@@ -300,6 +301,7 @@ class WopHost:
         metadata: dict[str, Any] | None = None,
         wait: bool = True,
         on_commit: Callable[[Connection, dict[str, Any]], None] | None = None,
+        run_id: str | None = None,
     ) -> dict[str, Any]:
         """Create a run and queue it; returns its snapshot.
 
@@ -307,6 +309,11 @@ class WopHost:
         first interrupt or ended. Without it, the run is ``pending`` until a worker takes it.
         ``on_commit`` is called with the new run's snapshot inside the transaction that
         creates it (to store something that must commit with the run, or not at all).
+        ``run_id`` is an id minted earlier for ``owner``'s tenant (``mint_tenant_id``), for a
+        run whose id was given out before it could start; by default one is minted here.
+
+        Raises:
+            ValidationError: ``run_id`` names another tenant.
         """
         self.registry.get(workflow_id).require(
             conversations=self.options.conversations, credentials=self.options.credentials
@@ -316,7 +323,12 @@ class WopHost:
         inputs_doc = jsonable(inputs)
         require_storable(inputs_doc, "/inputs")
         require_storable({"metadata": metadata, "configurable": configurable, "tags": tags}, "")
-        run_id = mint_tenant_id(owner.tenant)
+        if run_id is None:
+            run_id = mint_tenant_id(owner.tenant)
+        elif tenant_of(run_id) != owner.tenant:
+            raise ValidationError(
+                "a run's id must be minted for its owner's tenant", details={"field": "runId"}
+            )
         self._recorder.created_unforked(run_id)  # its interrupts need not look for a fork row
         now = self.clock()
         owner_doc = {"tenant": owner.tenant, "subject": owner.subject()}
@@ -622,6 +634,24 @@ class WopHost:
         elif lease is not None:
             lease.hand_back()  # not expected: the lease is taken only where the run is queued
         return result
+
+    def resolve_all(
+        self, run_id: str, answers: Sequence[tuple[str, str | None, Any]], principal: Principal
+    ) -> list[dict[str, Any]]:
+        """Resolve several pending interrupts of ``run_id`` all or nothing, returning at commit.
+
+        ``answers`` are ``(node_id, key, resume_value)`` (``key`` picks one of a node's
+        interrupts, or ``None``). Each is checked as :meth:`resolve` checks one, in one
+        transaction: if any is refused, none is applied. Workers drive the run on. See
+        :meth:`~wop_langgraph.host.resolver.Resolver.resolve_all`.
+        """
+        return self._resolver.resolve_all(run_id, answers, principal)
+
+    async def aresolve_all(
+        self, run_id: str, answers: Sequence[tuple[str, str | None, Any]], principal: Principal
+    ) -> list[dict[str, Any]]:
+        """Async :meth:`resolve_all`."""
+        return await asyncio.to_thread(self.resolve_all, run_id, answers, principal)
 
     def sweep(self, now: datetime | None = None, *, wait: bool = True) -> int:
         """Time out every pending interrupt whose deadline passed; returns how many.

@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError, DisconnectionError
+from sqlalchemy.exc import ArgumentError, DisconnectionError, IntegrityError
 from sqlalchemy.pool import QueuePool, StaticPool
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "URL",
     "Connection",
     "Engine",
+    "IntegrityError",
     "configure_sqlite",
     "is_memory_sqlite",
     "is_sqlite",

@@ -25,6 +25,8 @@ from sqlalchemy import (
     Index,
     String,
     Table,
+    and_,
+    exists,
     select,
     update,
 )
@@ -44,6 +46,7 @@ __all__ = [
     "insert_thread",
     "insert_thread_run",
     "move_thread",
+    "queued_runs_table",
     "run_rest",
     "runs_of_thread",
     "seed_checkpoint",
@@ -86,6 +89,29 @@ thread_runs_table = Table(
     Index("ix_wop_lg_thread_runs_thread", "thread_id", "created_at"),
 )
 
+#: Runs created with ``multitask_strategy: "enqueue"`` that wait their turn on a busy thread:
+#: each becomes the OpenWOP run ``run_id`` (minted at the request, so the client has its id)
+#: when the thread's current run has ended (:mod:`wop_langgraph.store.lg_queue`). ``owner`` is
+#: the requester's OpenWOP Subject; ``status`` is ``queued`` or ``cancelled`` (cancelled before
+#: it started: it never will).
+queued_runs_table = Table(
+    "wop_lg_queued_runs",
+    SQLModel.metadata,
+    Column("run_id", String(ID_LENGTH), primary_key=True),
+    Column("thread_id", String(_THREAD_ID_LENGTH), nullable=False),
+    Column("tenant", String(ID_LENGTH), nullable=False),
+    Column("owner", _json(), nullable=False),
+    Column("graph_id", String(ID_LENGTH), nullable=False),
+    Column("assistant_id", String(ID_LENGTH), nullable=False),
+    Column("input", _json(), nullable=True),
+    Column("metadata", _json(), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Index("ix_wop_lg_queued_runs_thread", "thread_id", "created_at"),
+    Index("ix_wop_lg_queued_runs_status", "status"),
+)
+
 #: Runs deleted through ``DELETE /threads/{id}/runs/{run}``: hidden from the LangGraph API's run
 #: routes, while the OpenWOP run, its event log and the thread's checkpoints stay (the audit
 #: trail is never deleted). Who deleted it and when is kept here.
@@ -114,6 +140,8 @@ class ThreadRow:
     run_queued: bool = False
     """Whether the current run has work queued or being driven (a waiting run whose step is
     still recording its other interrupts is not at rest yet)."""
+    runs_behind: bool = False
+    """Whether enqueued runs wait for the current run to end (``multitask_strategy: enqueue``)."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +168,8 @@ def run_rest(conn: Connection, run_id: str) -> tuple[str, bool] | None:
 
 
 def _thread_query() -> Any:
-    t, r = threads_table, runs_table
+    t, r, q = threads_table, runs_table, queued_runs_table
+    behind = exists().where(and_(q.c.thread_id == t.c.thread_id, q.c.status == "queued"))
     return select(
         t.c.thread_id,
         t.c.tenant,
@@ -152,6 +181,7 @@ def _thread_query() -> Any:
         r.c.updated_at.label("run_updated_at"),
         r.c.workflow_id,
         r.c.queued_at,
+        behind.label("runs_behind"),
     ).select_from(t.outerjoin(r, r.c.run_id == t.c.run_id))
 
 
@@ -167,6 +197,7 @@ def _thread(row: Any) -> ThreadRow:
         row.run_updated_at,
         row.workflow_id,
         row.queued_at is not None,
+        bool(row.runs_behind),
     )
 
 
@@ -240,6 +271,7 @@ def delete_thread(conn: Connection, thread_id: str) -> None:
     """Forget the thread and its list of runs (the OpenWOP runs and their logs stay)."""
     listed = select(thread_runs_table.c.run_id).where(thread_runs_table.c.thread_id == thread_id)
     conn.execute(deleted_runs_table.delete().where(deleted_runs_table.c.run_id.in_(listed)))
+    conn.execute(queued_runs_table.delete().where(queued_runs_table.c.thread_id == thread_id))
     conn.execute(thread_runs_table.delete().where(thread_runs_table.c.thread_id == thread_id))
     conn.execute(threads_table.delete().where(threads_table.c.thread_id == thread_id))
 

@@ -338,6 +338,23 @@ def _create_v7(conn: Connection) -> None:
         Index("ix_wop_lg_thread_runs_thread", "thread_id", "created_at"),
     )
     Table(
+        "wop_lg_queued_runs",
+        md,
+        Column("run_id", String(300), primary_key=True),
+        Column("thread_id", String(128), nullable=False),
+        Column("tenant", String(300), nullable=False),
+        Column("owner", _json(), nullable=False),
+        Column("graph_id", String(300), nullable=False),
+        Column("assistant_id", String(300), nullable=False),
+        Column("input", _json(), nullable=True),
+        Column("metadata", _json(), nullable=False),
+        Column("status", String(16), nullable=False),
+        utc("created_at", nullable=False),
+        utc("updated_at", nullable=False),
+        Index("ix_wop_lg_queued_runs_thread", "thread_id", "created_at"),
+        Index("ix_wop_lg_queued_runs_status", "status"),
+    )
+    Table(
         "wop_lg_deleted_runs",
         md,
         Column("run_id", String(300), primary_key=True),
@@ -355,7 +372,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "notification outbox wop_notifications", _create_v4),
     Migration(5, "fork records wop_run_forks", _create_v5),
     Migration(6, "interrupt profiles on wop_interrupts", _create_v6),
-    Migration(7, "server callbacks and LangGraph API threads (were created at server start-up)", _create_v7),
+    Migration(7, "server callbacks and LangGraph API threads and queued runs", _create_v7),
 )
 
 #: The newest schema version this code knows.

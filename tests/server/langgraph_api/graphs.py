@@ -11,6 +11,9 @@
 * ``broken``: a node that raises, for a failed run.
 * ``publish-gate``: an OpenWOP ``request_approval`` gate (accept, reject, edit-accept) on a draft.
 * ``counter``: ``n`` counted up by two steps, the second a little slow: a stream to cut between them.
+* ``two-gates``: two parallel OpenWOP approval gates (accept / reject): a batch answer with a bad part.
+* ``journal``: appends each input's entries and a ``wrote:`` line a second later, reporting
+  progress with ``get_stream_writer()``: the order in which runs of a thread ran, and ``custom``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
+from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
@@ -171,6 +175,27 @@ def build_publish_gate() -> Any:
     return graph.compile()
 
 
+class Gates(TypedDict, total=False):
+    decisions: Annotated[list[str], operator.add]
+
+
+def _gate(name: str) -> Any:
+    def node(state: Gates) -> dict[str, Any]:
+        decision = request_approval(f"{name}-1", "text", f"{name} sign-off?", actions=("accept", "reject"))
+        return {"decisions": [f"{name}={decision.action}"]}
+
+    return node
+
+
+def build_two_gates() -> Any:
+    graph = StateGraph(Gates)
+    for name in ("legal", "finance"):
+        graph.add_node(name, _gate(name))
+        graph.add_edge(START, name)
+        graph.add_edge(name, END)
+    return graph.compile()
+
+
 class Counter(TypedDict):
     n: int
 
@@ -194,6 +219,27 @@ def build_counter() -> Any:
     return graph.compile()
 
 
+class Journal(TypedDict, total=False):
+    entries: Annotated[list[str], operator.add]
+
+
+async def _write(state: Journal) -> dict[str, Any]:
+    last = (state.get("entries") or ["nothing"])[-1]
+    writer = get_stream_writer()
+    writer({"progress": f"writing {last}"})
+    await asyncio.sleep(1.0)
+    writer({"progress": f"wrote {last}"})
+    return {"entries": [f"wrote:{last}"]}
+
+
+def build_journal() -> Any:
+    graph = StateGraph(Journal)
+    graph.add_node("write", _write)
+    graph.add_edge(START, "write")
+    graph.add_edge("write", END)
+    return graph.compile()
+
+
 WORKFLOWS: dict[str, Any] = {
     "chat-agent": build_chat_agent(),
     agent_inbox.WORKFLOW_ID: agent_inbox.build_graph(),
@@ -202,4 +248,6 @@ WORKFLOWS: dict[str, Any] = {
     "broken": build_broken(),
     "counter": build_counter(),
     "publish-gate": build_publish_gate(),
+    "journal": build_journal(),
+    "two-gates": build_two_gates(),
 }

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, UnprocessableEntityError
 
-from tests.server.langgraph_api.conftest import SdkFactory, of_type, openwop_events, tool_results
+from tests.server.langgraph_api.conftest import SdkFactory, dump, of_type, openwop_events, tool_results
 from tests.server.process import poll_until
 
 ALICE = {"x-api-key": "alice-key"}
@@ -142,3 +142,59 @@ def test_a_client_that_leaves_a_stream_cancels_the_run_only_if_it_asked(
         time.sleep(1.5)  # the server noticed the disconnect by now, and left the run alone
         assert client.runs.get(thread_id, run_id)["status"] == "running"
         client.runs.cancel(thread_id, run_id, wait=True)
+
+
+def _gate_ids(client: Any, thread_id: str) -> dict[str, str]:
+    thread = client.threads.get(thread_id)
+    found = [i for docs in thread["interrupts"].values() for i in docs]
+    return {("legal" if "legal" in dump(i["value"]) else "finance"): i["id"] for i in found}
+
+
+def test_a_batch_resume_with_one_bad_answer_applies_nothing(base: str, sdk: SdkFactory) -> None:
+    client = sdk()
+    thread_id = client.threads.create()["thread_id"]
+    run = client.runs.create(thread_id, "two-gates", input={})
+    client.runs.join(thread_id, run["run_id"])
+    ids = _gate_ids(client, thread_id)
+    assert set(ids) == {"legal", "finance"}
+    before = client.threads.get(thread_id)
+    url = f"{base}/langgraph/threads/{thread_id}/runs"
+    for bad in ({"action": "explode"}, {"action": "accept", "feedback": 3}):
+        resume = {ids["legal"]: {"action": "accept"}, ids["finance"]: bad}
+        refused = httpx.post(
+            url, headers=ALICE, json={"assistant_id": "two-gates", "command": {"resume": resume}}
+        )
+        assert 400 <= refused.status_code < 500 and refused.status_code != 409, refused.text
+    after = client.threads.get(thread_id)
+    assert after["status"] == "interrupted" and after["interrupts"] == before["interrupts"]
+    assert not of_type(openwop_events(base, run["run_id"]), "interrupt.resolved")  # neither applied
+
+    resume = {ids["legal"]: {"action": "accept"}, ids["finance"]: {"decisions": [{"type": "approve"}]}}
+    outcome: Any = client.runs.wait(thread_id, "two-gates", command={"resume": resume})
+    assert sorted(outcome["decisions"]) == ["finance=accept", "legal=accept"]
+
+
+def test_concurrent_batch_resumes_apply_one_batch_whole(base: str, sdk: SdkFactory) -> None:
+    client = sdk()
+    thread_id = client.threads.create()["thread_id"]
+    run = client.runs.create(thread_id, "two-questions", input={})
+    client.runs.join(thread_id, run["run_id"])
+    thread = client.threads.get(thread_id)
+    pending = {i["value"]["question"]: i["id"] for found in thread["interrupts"].values() for i in found}
+
+    def resume(n: int) -> tuple[int, int]:
+        # half the callers list the ids in the other order (lock order must not deadlock)
+        order = ["first?", "second?"] if n % 2 else ["second?", "first?"]
+        body = {"assistant_id": "two-questions", "command": {"resume": {pending[q]: f"v{n}" for q in order}}}
+        with httpx.Client(timeout=60) as http:
+            status = http.post(f"{base}/langgraph/threads/{thread_id}/runs", headers=ALICE, json=body)
+            return status.status_code, n
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(resume, range(8)))
+    statuses = sorted(code for code, _ in results)
+    assert statuses == [200] + [409] * 7, results
+    winner = next(n for code, n in results if code == 200)
+    outcome: Any = client.runs.join(thread_id, run["run_id"])
+    assert sorted(outcome["answers"]) == [f"first=v{winner}", f"second=v{winner}"]  # one batch, whole
+    assert len(of_type(openwop_events(base, run["run_id"]), "interrupt.resolved")) == 2

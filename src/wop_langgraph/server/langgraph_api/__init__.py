@@ -27,7 +27,9 @@ def create_langgraph_app(state: ServerState) -> FastAPI:
         title="wop-langgraph: LangGraph Server API", docs_url=None, redoc_url=None, openapi_url=None
     )
     app.state.wop = state
-    app.state.langgraph = LangGraphService(state.host)
+    service = LangGraphService(state.host)
+    service.queue.start()  # starts enqueued runs when their turn comes (and those queued before a restart)
+    app.state.langgraph = service
     modules = (routes_assistants, routes_threads, routes_runs)
     for module in modules:
         app.include_router(module.router)

@@ -186,7 +186,9 @@ async def join_stream(
     baseline: str | None = last_event_id or None
     if baseline is None:
         baseline = await run_in_threadpool(service.latest_checkpoint, row.workflow_id, row.run_id)
-    started = Started(row.thread_id, row.run_id, row.workflow_id, baseline)
+    started = Started(
+        row.thread_id, row.run_id, row.workflow_id, baseline, service.relay.position(row.run_id)
+    )
     modes = stream_modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
     slot = state_of(request).streams.hold(caller_key(principal))  # 429 before the stream starts
     try:

@@ -24,8 +24,10 @@ from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.driver import jsonable
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
-from wop_langgraph.protocol.ids import unproject_id
+from wop_langgraph.protocol.ids import mint_tenant_id, unproject_id
+from wop_langgraph.server.langgraph_api.enqueue import ENQUEUE, RunQueue
 from wop_langgraph.server.langgraph_api.errors import PendingInterrupts, RunBusy, ThreadBusy, Unsupported
+from wop_langgraph.server.langgraph_api.relay import CustomRelay
 from wop_langgraph.server.langgraph_api.resume import answers, approval_resume
 from wop_langgraph.server.langgraph_api.shapes import (
     assistant_uuid,
@@ -35,6 +37,14 @@ from wop_langgraph.server.langgraph_api.shapes import (
     thread_status,
 )
 from wop_langgraph.store.engine import Connection, reading
+from wop_langgraph.store.lg_queue import (
+    QueuedRun,
+    cancel_queued,
+    forget_queued,
+    insert_queued,
+    queued_of_thread,
+    queued_status,
+)
 from wop_langgraph.store.lg_threads import (
     ThreadRow,
     ThreadRunRow,
@@ -73,6 +83,8 @@ class Started:
     run_id: str
     workflow_id: str
     baseline: str | None
+    #: How many ``custom`` chunks the run had written before the request (not shown again).
+    custom_after: int = 0
 
 
 def is_resting(status: str) -> bool:
@@ -97,6 +109,11 @@ class LangGraphService:
 
     def __init__(self, host: WopHost) -> None:
         self.host = host
+        #: Starts enqueued runs when their turn comes (its scan is started by the app).
+        self.queue = RunQueue(host, assistant_uuid)
+        #: ``custom`` chunks of the runs this process drives, for their streams.
+        self.relay = CustomRelay(host.engine)
+        host.executor.on_custom.append(self.relay.publish)
         #: When the assistants (the registered graphs) were created, as far as clients can tell.
         self.started_at = host.clock()
 
@@ -203,12 +220,12 @@ class LangGraphService:
             r
             for r in rows
             if (metadata is None or _contains(r.metadata, metadata))
-            and (status is None or thread_status(r.run_status, r.run_queued) == status)
+            and (status is None or thread_status(r.run_status, r.run_queued, r.runs_behind) == status)
         ]
 
         def key(row: ThreadRow) -> Any:
             if sort_by == "status":
-                return thread_status(row.run_status, row.run_queued)
+                return thread_status(row.run_status, row.run_queued, row.runs_behind)
             if sort_by == "updated_at":
                 return max(row.updated_at, row.run_updated_at or row.updated_at)
             return getattr(row, sort_by)
@@ -287,9 +304,15 @@ class LangGraphService:
             delete_thread(conn, thread_id)
 
     def runs(self, principal: Principal, thread_id: str) -> list[ThreadRunRow]:
+        """The thread's runs newest first, with those still queued (or cancelled before they started)."""
         self.thread(principal, thread_id)
         with reading(self.host.engine) as conn:
-            return runs_of_thread(conn, thread_id, listed_only=True)
+            # Queued first: a run that starts between the two reads is then among the started.
+            waiting = [_queued_row(q) for q in queued_of_thread(conn, thread_id)]
+            started = runs_of_thread(conn, thread_id, listed_only=True)
+        ids = {r.run_id for r in started}
+        rows = started + [r for r in waiting if r.run_id not in ids]
+        return sorted(rows, key=lambda r: (r.created_at, r.run_id), reverse=True)
 
     def delete_run(self, principal: Principal, thread_id: str, wire_run_id: str) -> None:
         """``DELETE /threads/{id}/runs/{run}``: hide an ended run from the thread's run routes.
@@ -310,6 +333,9 @@ class LangGraphService:
                 details={"run_id": wire_run_id, "status": run.status},
             )
         with self.host.engine.begin() as conn:
+            if run.multitask_strategy == ENQUEUE and queued_status(conn, run.run_id) is not None:
+                forget_queued(conn, run.run_id)  # cancelled before it started: no OpenWOP run
+                return
             hidden = hide_thread_run(conn, run.run_id, deleted_by=principal.subject_id, now=self.host.clock())
         if not hidden:
             raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}")
@@ -326,7 +352,10 @@ class LangGraphService:
         except ValidationError:
             raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}") from None
         with reading(self.host.engine) as conn:
-            found = thread_run(conn, thread_id, run_id)
+            # Queued first: the transaction that starts a queued run removes its row, so a
+            # run that starts between the two reads is found by the second.
+            queued = queued_of_thread(conn, thread_id, run_id)
+            found = _queued_row(queued[0]) if queued else thread_run(conn, thread_id, run_id)
         if found is None:
             raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}")
         return found
@@ -371,6 +400,7 @@ class LangGraphService:
                 details={"thread_id": row.thread_id},
             )
         baseline = self.latest_checkpoint(row.workflow_id, row.run_id)
+        custom_after = self.relay.position(row.run_id)
         if goto is not None:
             if goto not in (END, [END]) or "resume" in command:
                 raise Unsupported('command.goto is supported only as "__end__" (end the interrupted run)')
@@ -378,24 +408,33 @@ class LangGraphService:
                 row.run_id, reason="ended by command.goto __end__", principal=principal, wait=False
             )
         elif "resume" in command:
-            # Every value is translated (and a bad one refused) before the first is applied.
+            # Every value is translated (and a bad one refused) before anything is applied, and
+            # the host applies them all or none (one transaction): a refused answer leaves the
+            # others pending, and of two concurrent batches one wins whole.
             resolves = [
-                (record, approval_resume(record, value))
+                (record.node_id, record.key, approval_resume(record, value))
                 for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"])
             ]
-            for record, value in resolves:
-                self.host.resolve(row.run_id, record.node_id, value, principal, key=record.key, wait=False)
+            if len(resolves) == 1:
+                node_id, key, value = resolves[0]
+                self.host.resolve(row.run_id, node_id, value, principal, key=key, wait=False)
+            else:
+                self.host.resolve_all(row.run_id, resolves, principal)
         else:
             raise ValidationError("command needs resume or goto", details={"field": "command"})
         with self.host.engine.begin() as conn:
             touch_thread(conn, row.thread_id, now=self.host.clock())
-        return Started(row.thread_id, row.run_id, row.workflow_id, baseline)
+        if goto is not None:
+            self.queue.promote(row.thread_id)  # the next enqueued run's turn
+        return Started(row.thread_id, row.run_id, row.workflow_id, baseline, custom_after)
 
     def _next_run(
         self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any]
     ) -> Started:
+        if body.get("multitask_strategy") == ENQUEUE:
+            return self._enqueue(principal, row, graph_id, body)
         status = _effective(row)
-        if status in ("pending", "running"):
+        if status in ("pending", "running") or row.runs_behind:
             raise ThreadBusy(
                 f"thread {row.thread_id!r} is busy (multitask_strategy reject)",
                 details={"thread_id": row.thread_id},
@@ -443,6 +482,41 @@ class LangGraphService:
         )
         return Started(row.thread_id, created["runId"], graph_id, seeded[0] if seeded else None)
 
+    def _enqueue(
+        self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any]
+    ) -> Started:
+        """``multitask_strategy: enqueue``: queue the run behind the thread's current one (and
+        behind the runs queued before it); it starts at once if its turn has come."""
+        self.host.registry.get(graph_id).require(
+            conversations=self.host.options.conversations, credentials=self.host.options.credentials
+        )
+        inputs = jsonable(body.get("input"))
+        require_storable(inputs, "/input")
+        run_metadata = self._metadata(body.get("metadata"))
+        run_id = mint_tenant_id(principal.tenant)
+        now = self.host.clock()
+        with self.host.engine.begin() as conn:
+            insert_queued(
+                conn,
+                run_id,
+                row.thread_id,
+                tenant=principal.tenant,
+                owner=principal.subject(),
+                graph_id=graph_id,
+                assistant_id=assistant_uuid(graph_id),
+                inputs=inputs,
+                metadata=run_metadata,
+                now=now,
+            )
+        self.queue.queued()
+        self.queue.promote(row.thread_id)  # the thread may be free (or become free meanwhile)
+        return Started(row.thread_id, run_id, graph_id, None)
+
+    def _never_started(self, run_id: str) -> bool:
+        """Whether the run was cancelled before it started (such a run never starts)."""
+        with reading(self.host.engine) as conn:
+            return queued_status(conn, run_id) == "cancelled"
+
     def latest_checkpoint(self, workflow_id: str, run_id: str) -> str | None:
         saved = self._graph(workflow_id).checkpointer.get_tuple(  # type: ignore[union-attr]
             {"configurable": {"thread_id": run_id, "checkpoint_ns": ""}}
@@ -466,6 +540,7 @@ class LangGraphService:
             self.host.cancel(row.run_id, reason="ignored", principal=principal, wait=False)
             with self.host.engine.begin() as conn:
                 touch_thread(conn, thread_id, now=self.host.clock())
+            self.queue.promote(thread_id)  # the next enqueued run's turn
             row = self.thread(principal, thread_id)
         snapshot, _ = self.current_state(row)
         config = snapshot.config if snapshot is not None else None
@@ -484,11 +559,16 @@ class LangGraphService:
         run = self.run(principal, thread_id, wire_run_id)
         if run.status in _TERMINAL:
             return
-        self.host.cancel(
-            run.run_id, reason="cancelled through the LangGraph API", principal=principal, wait=False
-        )
+        with self.host.engine.begin() as conn:
+            if run.multitask_strategy == ENQUEUE and cancel_queued(conn, run.run_id, now=self.host.clock()):
+                return  # cancelled before it started: it never will
+        with suppress(RunTerminal):  # it ended meanwhile (or started and was cancelled by another)
+            self.host.cancel(
+                run.run_id, reason="cancelled through the LangGraph API", principal=principal, wait=False
+            )
         with self.host.engine.begin() as conn:
             touch_thread(conn, thread_id, now=self.host.clock())
+        self.queue.promote(thread_id)  # the next enqueued run's turn
 
     def cancel_run_quietly(self, run_id: str, principal: Principal) -> None:
         """Cancel a run whose streaming client left with ``on_disconnect: cancel`` (if not ended)."""
@@ -498,6 +578,8 @@ class LangGraphService:
     def outcome(self, started: Started) -> dict[str, Any]:
         """What ``runs.wait`` / ``join`` answer once the run rests: the state's values, with
         ``__interrupt__`` while it waits and ``__error__`` when it failed (as LangGraph's server)."""
+        if self._never_started(started.run_id):
+            return {}  # cancelled before it started: it has no state of its own
         status = self.host.snapshot(started.run_id)
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
         values: dict[str, Any] = dict(jsonable(snapshot.values)) if isinstance(snapshot.values, dict) else {}
@@ -521,7 +603,12 @@ class LangGraphService:
             NotFound: no such run.
         """
         with reading(self.host.engine) as conn:
-            found = run_rest(conn, run_id)
+            # Queued first (enqueued, not started): a run that starts between the two reads
+            # is found by the second.
+            waiting = queued_status(conn, run_id)
+            found = None if waiting is not None else run_rest(conn, run_id)
+        if waiting is not None:
+            return "pending" if waiting == "queued" else "cancelled"
         if found is None:
             raise NotFound(f"no run {run_id!r}")
         status, queued = found
@@ -548,6 +635,21 @@ class LangGraphService:
         return status, newer, base
 
 
+def _queued_row(queued: QueuedRun) -> ThreadRunRow:
+    """An enqueued run that has not started, as a thread's run (``pending``, or ``cancelled``)."""
+    return ThreadRunRow(
+        queued.run_id,
+        queued.thread_id,
+        queued.assistant_id,
+        queued.metadata,
+        ENQUEUE,
+        queued.created_at,
+        "pending" if queued.status == "queued" else "cancelled",
+        queued.updated_at,
+        queued.graph_id,
+    )
+
+
 def _effective(row: ThreadRow) -> str:
     """The current run's status as a LangGraph client sees it: a waiting run still being driven is running."""
     status = row.run_status or ""
@@ -570,9 +672,9 @@ def _bounded(value: Any, name: str, low: int, high: int) -> int:
 def _refuse_unsupported(body: Mapping[str, Any]) -> None:
     """Refuse, before anything changes, the run options this host does not offer."""
     strategy = body.get("multitask_strategy")
-    if strategy not in (None, "reject"):
+    if strategy not in (None, "reject", ENQUEUE):
         raise Unsupported(
-            f"multitask_strategy {strategy!r} is not supported; use 'reject' (the default here)",
+            f"multitask_strategy {strategy!r} is not supported; use 'reject' (the default here) or 'enqueue'",
             details={"field": "multitask_strategy"},
         )
     for name in ("interrupt_before", "interrupt_after"):

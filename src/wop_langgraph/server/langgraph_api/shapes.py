@@ -59,16 +59,19 @@ def assistant_doc(graph_id: str, created_at: datetime) -> dict[str, Any]:
     }
 
 
-def thread_status(run_status: str | None, queued: bool = False) -> str:
+def thread_status(run_status: str | None, queued: bool = False, behind: bool = False) -> str:
     """LangGraph's thread status for the OpenWOP status of the thread's current run (``queued``:
     the run still has work queued or being driven, so it is busy even if an interrupt already
-    put it in a waiting status)."""
+    put it in a waiting status; ``behind``: enqueued runs wait to start, so a thread whose run
+    ended is busy, while one whose run waits on interrupts stays ``interrupted``)."""
     if run_status in ("pending", "running") or (
         queued and run_status is not None and run_status.startswith(_WAITING)
     ):
         return "busy"
     if run_status is not None and run_status.startswith(_WAITING):
         return "interrupted"
+    if behind:
+        return "busy"
     if run_status == "failed":
         return "error"
     return "idle"  # no run yet, completed, cancelled
@@ -113,7 +116,7 @@ def thread_doc(row: ThreadRow, snapshot: StateSnapshot | None, pending: Collecti
         "updated_at": iso_z(updated),
         "state_updated_at": iso_z(updated),
         "metadata": row.metadata,
-        "status": thread_status(row.run_status, row.run_queued),
+        "status": thread_status(row.run_status, row.run_queued, row.runs_behind),
         "values": _values(snapshot),
         "interrupts": _pending_interrupts(snapshot, pending),
         "config": {},
