@@ -66,8 +66,9 @@ class EnqueueHook(Protocol):
     def queued(self, conn: Connection, run_id: str) -> None:
         """Inside the transaction that queued ``run_id`` (it may still roll back)."""
 
-    def committed(self) -> None:
-        """Right after that transaction committed (never called if it rolled back)."""
+    def committed(self) -> bool:
+        """Right after that transaction committed (never called if it rolled back); whether the
+        caller now holds the run's lease (then no worker is woken for it)."""
 
 
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"^[A-Za-z0-9._~-]{22,128}$")
@@ -100,8 +101,9 @@ class ResolverSettings:
     clock: Callable[[], datetime]
     ref_kinds: frozenset[str]
     membership: MembershipResolver | None
-    #: Called after a transaction that queued a run has committed (wakes local workers).
-    on_enqueued: Callable[[str], None]
+    #: Called after a transaction that queued a run has committed, with whether to wake a local
+    #: worker for it (not when the caller holds the run's lease and drives it itself).
+    on_enqueued: Callable[[str, bool], None]
 
 
 class Resolver:
@@ -202,9 +204,8 @@ class Resolver:
             parsed, resume_value, ballot = self._checked(target, resume_value, principal)
             decided, status = self._decide_in(conn, target, parsed, resume_value, ballot, hook)
         if decided:
-            if hook is not None:
-                hook.committed()
-            self._s.on_enqueued(run_id)
+            held = hook.committed() if hook is not None else False
+            self._s.on_enqueued(run_id, not held)
         if status == "timed-out":
             raise InterruptAlreadyResolved(
                 f"the interrupt at node {node_id!r} timed out before this answer arrived",
@@ -346,7 +347,7 @@ class Resolver:
                 _time_out(conn, current, now)
             if record.run_id not in timed_out:
                 timed_out.append(record.run_id)
-            self._s.on_enqueued(record.run_id)
+            self._s.on_enqueued(record.run_id, True)
         return timed_out
 
 

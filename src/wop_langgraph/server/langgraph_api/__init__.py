@@ -29,7 +29,9 @@ def create_langgraph_app(state: ServerState) -> FastAPI:
         title="wop-langgraph: LangGraph Server API", docs_url=None, redoc_url=None, openapi_url=None
     )
     app.state.wop = state
-    app.state.langgraph = LangGraphService(state.host)
+    # A runs/wait drives its run itself (none when worker processes drive the runs).
+    wait_drives = state.settings.langgraph_wait_drives if state.settings.workers else 0
+    app.state.langgraph = LangGraphService(state.host, wait_drives=wait_drives)
     modules = (routes_assistants, routes_threads, routes_runs)
     for module in modules:
         app.include_router(module.router)

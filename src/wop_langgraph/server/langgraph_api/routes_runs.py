@@ -12,6 +12,7 @@ scope (it is a decision, recorded with the key's principal); new input needs ``r
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from typing import Annotated, Any
@@ -61,8 +62,10 @@ def _reconnect(started: Started, modes: list[str]) -> dict[str, str]:
 
 
 async def _start(
-    request: Request, principal: Principal, thread_id: str | None
+    request: Request, principal: Principal, thread_id: str | None, *, wait: bool = False
 ) -> tuple[Started, dict[str, Any]]:
+    """Start or resume the run a request names. ``wait`` (``runs/wait``): the request drives it
+    to rest itself when one of the service's drive threads is free (see ``LangGraphService``)."""
     body = await json_body(request)
     _need(principal, body)
     stream_modes(body.get("stream_mode"))  # refuse a bad mode before anything starts
@@ -70,7 +73,11 @@ async def _start(
     if thread_id is None:  # a stateless run: a thread of its own
         thread_id = str(uuid.uuid4())
         body = {**body, "if_not_exists": "create"}
-    started = await changing(request, service.start, principal, thread_id, body)
+    limiter = service.drive_limiter if wait else None
+    if limiter is not None and limiter.available_tokens < 1:
+        limiter = None  # every drive thread is busy: the workers drive this run
+    operation = functools.partial(service.start, wait=wait, drive=limiter is not None)
+    started = await changing(request, operation, principal, thread_id, body, limiter=limiter)
     return started, body
 
 
@@ -130,9 +137,11 @@ async def stream_stateless(request: Request, principal: Caller) -> SlotStreaming
 
 
 async def _wait(request: Request, principal: Principal, thread_id: str | None) -> JSONResponse:
-    started, _ = await _start(request, principal, thread_id)
-    await wait_until_resting(state_of(request), service_of(request), started)
-    outcome = await run_in_threadpool(service_of(request).outcome, started)
+    started, _ = await _start(request, principal, thread_id, wait=True)
+    outcome = started.outcome  # read by the call that drove the run to rest, if it did
+    if outcome is None:  # a worker drives it
+        await wait_until_resting(state_of(request), service_of(request), started)
+        outcome = await run_in_threadpool(service_of(request).outcome, started)
     return JSONResponse(outcome, headers=_location(request, started))
 
 

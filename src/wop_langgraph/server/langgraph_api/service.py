@@ -14,9 +14,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from anyio import CapacityLimiter
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
 from sqlalchemy import Connection
@@ -67,13 +68,17 @@ class Started:
     """A LangGraph run that a request started (a new OpenWOP run) or resumed (the thread's current one).
 
     ``baseline`` is the run's latest checkpoint id before the request: a stream shows what
-    comes after it.
+    comes after it. ``rested``: the OpenWOP status the run rested in, when the request drove it
+    to rest itself (``None``: a worker drives it); ``outcome``: then also what ``runs/wait``
+    answers (:meth:`LangGraphService.outcome`), read in the same call.
     """
 
     thread_id: str
     run_id: str
     workflow_id: str
     baseline: str | None
+    rested: str | None = None
+    outcome: dict[str, Any] | None = None
 
 
 def is_resting(status: str) -> bool:
@@ -94,10 +99,20 @@ def _contains(document: Any, pattern: Any) -> bool:
 
 
 class LangGraphService:
-    """The LangGraph Server API over one :class:`WopHost`."""
+    """The LangGraph Server API over one :class:`WopHost`.
 
-    def __init__(self, host: WopHost) -> None:
+    ``wait_drives``: how many ``runs/wait`` requests may drive their run to rest themselves at
+    once (the library's ``wait=True`` path: the run is inserted, or decided, already leased
+    here and driven in the request's call, without a hand-off to a worker, a claim or reads of
+    its status), each in a thread of its own limiter (:attr:`drive_limiter`), so that they never
+    take the threads other requests are answered on. Beyond that, and with ``0`` (a server
+    whose runs are driven by ``worker`` processes), the run is queued for the workers like any
+    other and the request waits for it.
+    """
+
+    def __init__(self, host: WopHost, *, wait_drives: int = 0) -> None:
         self.host = host
+        self.drive_limiter = CapacityLimiter(wait_drives) if wait_drives > 0 else None
         #: When the assistants (the registered graphs) were created, as far as clients can tell.
         self.started_at = host.clock()
 
@@ -152,15 +167,28 @@ class LangGraphService:
                 details={"field": "thread_id"},
             )
         meta = self._metadata(metadata)
+        now = self.host.clock()
         with self.host.engine.begin() as conn:
             existing = get_thread(conn, tid)
             if existing is None:
-                insert_thread(conn, tid, principal.tenant, meta, now=self.host.clock())
+                insert_thread(conn, tid, principal.tenant, meta, now=now)
         if existing is not None:
             if if_exists == "do_nothing" and existing.tenant == principal.tenant:
                 return self.thread_doc(existing)
             raise ThreadBusy(f"thread {tid!r} already exists", details={"thread_id": tid})
-        return self.thread_doc(self.thread(principal, tid))
+        # The row as inserted (no run yet): nothing to read back.
+        row = ThreadRow(
+            thread_id=tid,
+            tenant=principal.tenant,
+            metadata=meta,
+            run_id=None,
+            created_at=now,
+            updated_at=now,
+            run_status=None,
+            run_updated_at=None,
+            workflow_id=None,
+        )
+        return thread_doc(row, None, set())
 
     @staticmethod
     def _metadata(metadata: Any) -> dict[str, Any]:
@@ -332,8 +360,21 @@ class LangGraphService:
             raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}")
         return found
 
-    def start(self, principal: Principal, thread_id: str, body: Mapping[str, Any]) -> Started:
+    def start(
+        self,
+        principal: Principal,
+        thread_id: str,
+        body: Mapping[str, Any],
+        *,
+        wait: bool = False,
+        drive: bool = False,
+    ) -> Started:
         """``POST /threads/{id}/runs[/stream|/wait]``: start the thread's next run, or resume it.
+
+        ``wait`` (``runs/wait``): the caller waits for the run to rest and reads only its outcome
+        (no stream baseline is read); with ``drive`` too, this call drives the run to rest and
+        reads the outcome (``Started.rested``, ``Started.outcome``; a resume answering several
+        interrupts is left to the workers).
 
         Raises:
             NotFound: no such thread (without ``if_not_exists: create``) or assistant.
@@ -350,12 +391,19 @@ class LangGraphService:
                 raise
             self.create_thread(principal, thread_id, None, "do_nothing")
             row = self.thread(principal, thread_id)
+        drive = wait and drive
         command = body.get("command")
         if command is not None:
-            return self._command(principal, row, command)
-        return self._next_run(principal, row, graph_id, body)
+            started = self._command(principal, row, command, wait=wait, drive=drive)
+        else:
+            started = self._next_run(principal, row, graph_id, body, drive=drive)
+        if started.rested is not None and is_resting(started.rested):
+            started = replace(started, outcome=self.outcome(started))
+        return started
 
-    def _command(self, principal: Principal, row: ThreadRow, command: Any) -> Started:
+    def _command(
+        self, principal: Principal, row: ThreadRow, command: Any, *, wait: bool, drive: bool
+    ) -> Started:
         if not isinstance(command, dict):
             raise ValidationError("command must be an object", details={"field": "command"})
         if command.get("update") is not None:
@@ -371,7 +419,8 @@ class LangGraphService:
                 f"thread {row.thread_id!r} has no pending interrupt to resume",
                 details={"thread_id": row.thread_id},
             )
-        baseline = self.latest_checkpoint(row.workflow_id, row.run_id)
+        baseline = None if wait else self.latest_checkpoint(row.workflow_id, row.run_id)
+        rested = None
         if goto is not None:
             if goto not in (END, [END]) or "resume" in command:
                 raise Unsupported('command.goto is supported only as "__end__" (end the interrupted run)')
@@ -384,16 +433,23 @@ class LangGraphService:
                 (record, approval_resume(record, value))
                 for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"])
             ]
+            # One decision is driven here when the caller drives (the common case); the runs that
+            # several decisions queue are left to the workers.
+            drive = drive and len(resolves) == 1
             for record, value in resolves:
-                self.host.resolve(row.run_id, record.node_id, value, principal, key=record.key, wait=False)
+                result = self.host.resolve(
+                    row.run_id, record.node_id, value, principal, key=record.key, wait=drive
+                )
+            if drive:
+                rested = str(result["status"])
         else:
             raise ValidationError("command needs resume or goto", details={"field": "command"})
         with self.host.engine.begin() as conn:
             touch_thread(conn, row.thread_id, now=self.host.clock())
-        return Started(row.thread_id, row.run_id, row.workflow_id, baseline)
+        return Started(row.thread_id, row.run_id, row.workflow_id, baseline, rested)
 
     def _next_run(
-        self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any]
+        self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any], *, drive: bool
     ) -> Started:
         status = _effective(row)
         if status in ("pending", "running"):
@@ -440,9 +496,10 @@ class LangGraphService:
             seeded.append(seed_checkpoint(conn, previous, new) if previous else None)
 
         created = self.host.create_run(
-            graph_id, body.get("input"), owner=principal, wait=False, on_commit=on_commit
+            graph_id, body.get("input"), owner=principal, wait=drive, on_commit=on_commit
         )
-        return Started(row.thread_id, created["runId"], graph_id, seeded[0] if seeded else None)
+        rested = str(created["status"]) if drive else None
+        return Started(row.thread_id, created["runId"], graph_id, seeded[0] if seeded else None, rested)
 
     def latest_checkpoint(self, workflow_id: str, run_id: str) -> str | None:
         saved = self._graph(workflow_id).checkpointer.get_tuple(  # type: ignore[union-attr]
@@ -498,12 +555,19 @@ class LangGraphService:
 
     def outcome(self, started: Started) -> dict[str, Any]:
         """What ``runs.wait`` / ``join`` answer once the run rests: the state's values, with
-        ``__interrupt__`` while it waits and ``__error__`` when it failed (as LangGraph's server)."""
-        status = self.host.snapshot(started.run_id)
+        ``__interrupt__`` while it waits and ``__error__`` when it failed (as LangGraph's server).
+
+        The status the request's own drive rested in (``Started.rested``) is taken as it is,
+        unless the run failed (the snapshot has the error)."""
+        status: dict[str, Any] = (
+            {"status": started.rested}
+            if started.rested is not None and started.rested != "failed"
+            else self.host.snapshot(started.run_id)
+        )
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
         values: dict[str, Any] = dict(jsonable(snapshot.values)) if isinstance(snapshot.values, dict) else {}
         if status["status"].startswith(_RESTING_PREFIX):
-            values["__interrupt__"] = self.pending_docs(started)
+            values["__interrupt__"] = self._pending_docs(started, snapshot)
         if status["status"] == "failed":
             error = status.get("error") or {}
             values["__error__"] = {"error": error.get("code", "error"), "message": error.get("message", "")}
@@ -511,8 +575,11 @@ class LangGraphService:
 
     def pending_docs(self, started: Started) -> list[dict[str, Any]]:
         """The run's pending interrupts as LangGraph ``Interrupt`` documents."""
-        pending = {r.lg_interrupt_id for r in self.host.pending_interrupts(started.run_id)}
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
+        return self._pending_docs(started, snapshot)
+
+    def _pending_docs(self, started: Started, snapshot: StateSnapshot) -> list[dict[str, Any]]:
+        pending = {r.lg_interrupt_id for r in self.host.pending_interrupts(started.run_id)}
         return [interrupt_doc(i.value, i.id) for t in snapshot.tasks for i in t.interrupts if i.id in pending]
 
     def rest_status(self, run_id: str) -> str:
