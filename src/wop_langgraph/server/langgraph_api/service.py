@@ -169,7 +169,8 @@ class LangGraphService:
         meta = self._metadata(metadata)
         now = self.host.clock()
         with self.host.engine.begin() as conn:
-            existing = get_thread(conn, tid)
+            # An id minted here (a random UUID) is free: only a given one is looked up first.
+            existing = None if thread_id is None else get_thread(conn, tid)
             if existing is None:
                 insert_thread(conn, tid, principal.tenant, meta, now=now)
         if existing is not None:
