@@ -417,7 +417,8 @@ def _claim_in(
         resolved_by=resolved_by,
         votes=votes,
     )
-    queueing = enqueue_write(conn, target.run_id, now=now, running=True)
+    # With ``then`` (the caller's claim of the run, in this transaction) no worker is told.
+    queueing = enqueue_write(conn, target.run_id, now=now, running=True, notify=then is None)
     # The claim gates the events (one statement on PostgreSQL); a lost claim raises, and the
     # caller's transaction takes the queueing back.
     if (
