@@ -12,6 +12,7 @@ import time
 from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 
 from wop_langgraph.nodes import request_approval
 
@@ -30,6 +31,13 @@ def _prepare(state: State) -> State:
 
 def _approve(state: State) -> State:
     return {"decision": request_approval("doc", "text", "Ship it?").action}
+
+
+def _approve_plain(state: State) -> State:
+    # What a LangGraph user writes: LangGraph's own interrupt() with a dict, resumed with
+    # Command(resume={"action": ...}); no OpenWOP node API.
+    answer = interrupt({"doc": "text", "prompt": "Ship it?", "actions": ["accept", "reject"]})
+    return {"decision": answer["action"]}
 
 
 def _finish(state: State) -> State:
@@ -58,11 +66,15 @@ def chain(*nodes: tuple[str, Any]) -> Any:
     return builder.compile()
 
 
-def approval_builder() -> StateGraph[Any]:
-    """prepare -> approve (an approval gate) -> finish: the full-path benchmark's graph."""
+def approval_builder(*, plain: bool = False) -> StateGraph[Any]:
+    """prepare -> approve (an approval gate) -> finish: the full-path benchmark's graph.
+
+    ``plain``: the gate is LangGraph's bare ``interrupt({...})`` (the graph a LangGraph user
+    writes) instead of the node API's ``request_approval``.
+    """
     builder = StateGraph(State)
     builder.add_node("prepare", _prepare)
-    builder.add_node("approve", _approve)
+    builder.add_node("approve", _approve_plain if plain else _approve)
     builder.add_node("finish", _finish)
     builder.add_edge(START, "prepare")
     builder.add_edge("prepare", "approve")
@@ -73,6 +85,7 @@ def approval_builder() -> StateGraph[Any]:
 
 WORKFLOWS = {
     "approval": approval_builder().compile(),
+    "plain_approval": approval_builder(plain=True).compile(),
     # The node after the gate sleeps: a resolve must not wait for it.
     "gate_then_sleep": chain(("approve", _approve), ("work", _slow)),
     # The first node sleeps: POST /runs must not wait for it.

@@ -66,6 +66,8 @@ def test_full_path_benchmark_reports_ratios_and_a_profile() -> None:
     )  # fmt: skip
     assert "WopHost[sqlite] / LangGraph+SqliteSaver" in out
     assert "LangGraph+SQLModelSaver[sqlite] / LangGraph+SqliteSaver" in out  # the floor
+    assert "headline: the graph a LangGraph user writes" in out and "load average" in out
+    assert "WopHost[sqlite] node API / LangGraph+SqliteSaver node API" in out  # the secondary line
     assert "profile: WopHost[sqlite]" in out and "statements/cycle" in out
     split = out[out.index("where a cycle's time goes") :]
     assert "WopHost[sqlite]" in split and "db wait, caller" in split
@@ -73,7 +75,8 @@ def test_full_path_benchmark_reports_ratios_and_a_profile() -> None:
         assert "WopHost[postgres] / LangGraph+PostgresSaver" in out
         assert "profile: WopHost[postgres]" in out
         assert "round trips/cycle" in out and "pipelined statements/cycle" in out  # held saves
-        (row,) = [line for line in split.splitlines() if "WopHost[postgres]" in line]
+        rows = split.splitlines()
+        (row,) = [line for line in rows if "WopHost[postgres] " in line and "node API" not in line]
         assert float(row.split()[-2]) > 0  # the caller waited on PostgreSQL
 
 

@@ -97,8 +97,12 @@ class Executor:
         self.on_release: list[Callable[[str], None]] = []
         #: Called with a run id and each chunk its nodes write with ``get_stream_writer()``, as
         #: they write it, on the driving thread (nothing records them: a live relay's). Drives
-        #: stream LangGraph's ``custom`` mode only while a listener is installed.
+        #: stream LangGraph's ``custom`` mode only while a listener is installed and, if
+        #: :attr:`custom_wanted` has predicates, one of them wants the run's chunks.
         self.on_custom: list[Callable[[str, Any], None]] = []
+        #: Whether a run's ``custom`` chunks are wanted now: streaming that mode makes LangGraph
+        #: run every task on an executor thread, a hop a drive nobody listens to does not pay.
+        self.custom_wanted: list[Callable[[str], bool]] = []
 
     # -- claiming ----------------------------------------------------------------------------
 
@@ -354,8 +358,13 @@ class Executor:
             is_async=registered.is_async,
             signal=signal,
             held=held,
-            on_custom=self._relay_custom if self.on_custom else None,
+            on_custom=self._relay_custom if self._wants_custom(run_id) else None,
         )
+
+    def _wants_custom(self, run_id: str) -> bool:
+        if not self.on_custom:
+            return False
+        return not self.custom_wanted or any(wanted(run_id) for wanted in self.custom_wanted)
 
     def _relay_custom(self, run_id: str, chunk: Any) -> None:
         for listener in self.on_custom:

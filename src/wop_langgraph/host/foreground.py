@@ -7,7 +7,9 @@ about to take a queued run, or to go on to the next step of a sync graph, waits 
 left, for at most ``defer_seconds`` each time. Reads and streams are not counted: a long-poll
 or an open event stream would hold the workers back for as long as it lasts. The bound keeps
 workers moving under a steady stream of requests; more throughput than that is the business
-of ``worker`` processes.
+of ``worker`` processes. A request that drives its run itself (``runs/wait``) is counted only
+while it changes something, not while it drives (:meth:`Foreground.counting`,
+:meth:`Foreground.aside`): the workers would otherwise defer to it until its run rests.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class Foreground:
     def __init__(self) -> None:
         self._answering = 0
         self._quiet = threading.Condition()
+        #: Whether the request this thread answers is counted now (see :meth:`counting`).
+        self._here = threading.local()
 
     def enter(self) -> None:
         """A request is being answered."""
@@ -41,6 +45,32 @@ class Foreground:
             self._answering -= 1
             if self._answering == 0:
                 self._quiet.notify_all()
+
+    @contextmanager
+    def counting(self) -> Iterator[None]:
+        """This thread answers a request: counted until it is answered, except under :meth:`aside`."""
+        self.enter()
+        self._here.counted = True
+        try:
+            yield
+        finally:
+            if self._here.counted:
+                self._here.counted = False
+                self.leave()
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """This thread drives a run for the request it answers: not counted while it drives."""
+        if not getattr(self._here, "counted", False):
+            yield
+            return
+        self._here.counted = False
+        self.leave()
+        try:
+            yield
+        finally:
+            self.enter()
+            self._here.counted = True
 
     @property
     def answering(self) -> int:

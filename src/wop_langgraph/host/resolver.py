@@ -64,8 +64,9 @@ class EnqueueHook(Protocol):
     def queued(self, conn: Connection, run_id: str) -> None:
         """Inside the transaction that queued ``run_id`` (it may still roll back)."""
 
-    def committed(self) -> None:
-        """Right after that transaction committed (never called if it rolled back)."""
+    def committed(self) -> bool:
+        """Right after that transaction committed (never called if it rolled back); whether the
+        caller now holds the run's lease (then no worker is woken for it)."""
 
 
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"^[A-Za-z0-9._~-]{22,128}$")
@@ -98,8 +99,9 @@ class ResolverSettings:
     clock: Callable[[], datetime]
     ref_kinds: frozenset[str]
     membership: MembershipResolver | None
-    #: Called after a transaction that queued a run has committed (wakes local workers).
-    on_enqueued: Callable[[str], None]
+    #: Called after a transaction that queued a run has committed, with whether to wake a local
+    #: worker for it (not when the caller holds the run's lease and drives it itself).
+    on_enqueued: Callable[[str, bool], None]
 
 
 class Resolver:
@@ -200,9 +202,8 @@ class Resolver:
             parsed, resume_value, ballot = self._checked(target, resume_value, principal)
             decided, status = self._decide_in(conn, target, parsed, resume_value, ballot, hook)
         if decided:
-            if hook is not None:
-                hook.committed()
-            self._s.on_enqueued(run_id)
+            held = hook.committed() if hook is not None else False
+            self._s.on_enqueued(run_id, not held)
         if status == "timed-out":
             raise InterruptAlreadyResolved(
                 f"the interrupt at node {node_id!r} timed out before this answer arrived",
@@ -245,7 +246,7 @@ class Resolver:
                 queued = queued or decided
                 results[index] = {"runId": run_id, "nodeId": node_id, "status": status or run_status}
         if queued:
-            self._s.on_enqueued(run_id)
+            self._s.on_enqueued(run_id, True)
         return [results[i] for i in range(len(answers))]
 
     def _target(
@@ -382,7 +383,7 @@ class Resolver:
                 _time_out(conn, current, now)
             if record.run_id not in timed_out:
                 timed_out.append(record.run_id)
-            self._s.on_enqueued(record.run_id)
+            self._s.on_enqueued(record.run_id, True)
         return timed_out
 
 
@@ -452,7 +453,8 @@ def _claim_in(
         resolved_by=resolved_by,
         votes=votes,
     )
-    queueing = enqueue_write(conn, target.run_id, now=now, running=True)
+    # With ``then`` (the caller's claim of the run, in this transaction) no worker is told.
+    queueing = enqueue_write(conn, target.run_id, now=now, running=True, notify=then is None)
     # The claim gates the events (one statement on PostgreSQL); a lost claim raises, and the
     # caller's transaction takes the queueing back.
     if (

@@ -400,7 +400,8 @@ class WopHost:
             self._enqueued(run_id)
             return _snapshot_of(committed)
         claimed = ClaimedRun(lease, workflow_id, "running", inputs_doc, configurable, fresh=True)
-        rested = self.executor.drive_claimed(run_id, claimed, hold)
+        with self.foreground.aside():  # a request that drives its run is not counted meanwhile
+            rested = self.executor.drive_claimed(run_id, claimed, hold)
         return _snapshot_of(rested) if rested is not None else self.snapshot(run_id)
 
     def fork(
@@ -619,7 +620,8 @@ class WopHost:
         except InterruptAlreadyResolved as exc:
             if lease is not None and (exc.details or {}).get("reason") == "timeout":
                 # The late answer timed the gate out here: drive the run on past it.
-                self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
+                with self.foreground.aside():
+                    self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
             elif lease is not None:
                 lease.hand_back()
             raise
@@ -628,7 +630,8 @@ class WopHost:
                 lease.hand_back()
             raise
         if lease is not None and result["status"] == "running":
-            rested = self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
+            with self.foreground.aside():
+                rested = self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
             status = rested.status if rested is not None else self.snapshot(run_id)["status"]
             result = {**result, "status": status}
         elif lease is not None:
@@ -781,10 +784,11 @@ class WopHost:
             self._deadlines.poke()
         return True
 
-    def _enqueued(self, run_id: str) -> None:
-        """A transaction queued ``run_id`` and committed: wake a local worker."""
+    def _enqueued(self, run_id: str, wake: bool = True) -> None:
+        """A transaction queued ``run_id`` and committed: wake a local worker (unless ``wake`` is
+        false: the caller holds the run's lease and drives it)."""
         self.executor.touch(run_id)
-        if self._pool is not None:
+        if wake and self._pool is not None:
             self._pool.wake()
 
     @property
@@ -885,10 +889,11 @@ class _LeaseAtDecision:
             pending.reads.run(conn)
         self._taken = pending.claimed()
 
-    def committed(self) -> None:
+    def committed(self) -> bool:
         if self._taken is not None:
             self.hold = self._executor.adopt(self._taken.claim)
             self.claimed, self._taken = self._taken, None
+        return self.claimed is not None
 
     def hand_back(self) -> None:
         """Release a committed claim the caller will not drive (it failed after the commit)."""

@@ -62,6 +62,9 @@ class Settings(BaseSettings):
             says what is awaited).
         langgraph_prefix / langgraph_cors_origins: the LangGraph Server API's mount point
             (empty: off) and the browser origins allowed to call it.
+        langgraph_wait_drives: how many LangGraph ``runs/wait`` requests may drive their run to
+            rest themselves at once, on threads of their own (not the request threads); beyond
+            that, and when ``workers`` is 0, the run is left to the workers.
         request_threads: threads that run blocking request handlers (default: the size of
             the database connection pool, so that a burst queues for a thread instead of
             opening connections it closes again).
@@ -94,6 +97,7 @@ class Settings(BaseSettings):
     """Where the LangGraph Server API is mounted (empty or ``off``: not served)."""
     langgraph_cors_origins: str | None = None
     """Comma-separated browser origins allowed to call the LangGraph API (e.g. agent-chat-ui's)."""
+    langgraph_wait_drives: int = Field(default=16, ge=0)
     callback_allow: AllowList | None = Field(default=None, exclude=True)
     """Test-only egress allowance for a loopback receiver; never set from the environment."""
     # Notifications (wop_langgraph.notify; off unless a directory is given). See docs/server.md.

@@ -153,13 +153,17 @@ def enqueue(conn: Connection, run_id: str, *, now: datetime, running: bool = Fal
 
 
 def enqueue_write(
-    conn: Connection, run_id: str, *, now: datetime, running: bool = False
+    conn: Connection, run_id: str, *, now: datetime, running: bool = False, notify: bool = True
 ) -> tuple[Any, dict[str, Any]]:
     """:func:`enqueue` as a statement and its parameters, to run with others (for example as
-    the leading write of the append that tells of it: see ``append_events``)."""
+    the leading write of the append that tells of it: see ``append_events``).
+
+    ``notify=False``: no ``NOTIFY`` (PostgreSQL), for a run whose lease the same transaction
+    takes: a worker it woke would find the run leased (pollers still see a lease that lapses).
+    """
     postgres = conn.dialect.name == "postgresql"
     params = {"enq_run_id": run_id, "enq_now": now, "enq_channel": QUEUE_CHANNEL}
-    return _enqueue_statement(running, postgres), params
+    return _enqueue_statement(running, postgres and notify), params
 
 
 @functools.cache

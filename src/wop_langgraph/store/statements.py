@@ -296,7 +296,8 @@ def _run(
     """Execute on ``driver``: the rows (converted as SQLAlchemy would) and the rowcount.
 
     ``ahead`` (saves waiting for this statement, see
-    :func:`~wop_langgraph.store.held.stored_ahead`) go first, in one pipeline with it."""
+    :func:`~wop_langgraph.store.held.stored_ahead`) go first, in one pipeline with it. The
+    first statement of a psycopg transaction goes in one pipeline with the driver's ``BEGIN``."""
     bound = _bind(conn, compiled, params)
     cursor = None
     try:
@@ -306,6 +307,11 @@ def _run(
             with driver.pipeline():
                 for write in ahead:
                     write(conn)
+                cursor.execute(compiled.text, bound)
+        elif _begins_transaction(driver):
+            # psycopg sends its implicit BEGIN as a round trip of its own; in a pipeline it goes
+            # out with the statement, and their results come back together.
+            with driver.pipeline():
                 cursor.execute(compiled.text, bound)
         else:
             cursor.execute(compiled.text, bound)
@@ -386,6 +392,20 @@ def _raw(dialect: Dialect) -> Dialect | None:
     numbered = copy.copy(dialect)
     numbered.paramstyle, numbered.positional = "numeric_dollar", True
     return numbered
+
+
+def _begins_transaction(driver: Any) -> bool:
+    """Whether a statement on ``driver`` would start its transaction with psycopg's own ``BEGIN``
+    (an idle connection, not in autocommit, not in a pipeline already)."""
+    pgconn = getattr(driver, "pgconn", None)
+    if pgconn is None or driver.autocommit:
+        return False
+    from psycopg import pq  # only ever on the psycopg dialect
+
+    return bool(
+        pgconn.transaction_status == pq.TransactionStatus.IDLE
+        and pgconn.pipeline_status == pq.PipelineStatus.OFF
+    )
 
 
 @functools.cache

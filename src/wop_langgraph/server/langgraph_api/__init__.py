@@ -27,7 +27,9 @@ def create_langgraph_app(state: ServerState) -> FastAPI:
         title="wop-langgraph: LangGraph Server API", docs_url=None, redoc_url=None, openapi_url=None
     )
     app.state.wop = state
-    service = LangGraphService(state.host)
+    # A runs/wait drives its run itself (none when worker processes drive the runs).
+    wait_drives = state.settings.langgraph_wait_drives if state.settings.workers else 0
+    service = LangGraphService(state.host, wait_drives=wait_drives)
     service.queue.start()  # starts enqueued runs when their turn comes (and those queued before a restart)
     app.state.langgraph = service
     modules = (routes_assistants, routes_threads, routes_runs)

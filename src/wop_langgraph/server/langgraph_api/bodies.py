@@ -6,8 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from anyio import CapacityLimiter, to_thread
 from fastapi import Request
-from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.server.langgraph_api.service import LangGraphService
@@ -17,16 +17,21 @@ __all__ = ["changing", "json_body", "service_of"]
 T = TypeVar("T")
 
 
-async def changing(request: Request, operation: Callable[..., T], *args: Any) -> T:
+async def changing(
+    request: Request, operation: Callable[..., T], *args: Any, limiter: CapacityLimiter | None = None
+) -> T:
     """Run a host operation that changes something on the thread pool, counted as a request being
     answered (``host.foreground``: the workers let it go first) only while it runs; a request that
-    then waits for the run (``runs/wait``, ``runs/stream``) is not counted for its wait."""
+    then waits for the run (``runs/wait``, ``runs/stream``) is not counted for its wait, nor while
+    the operation drives the run itself (``Foreground.aside``). ``limiter``: the threads to run
+    it on, when not the request threads (a ``runs/wait`` that drives its run)."""
     foreground = service_of(request).host.foreground
-    foreground.enter()
-    try:
-        return await run_in_threadpool(operation, *args)
-    finally:
-        foreground.leave()
+
+    def counted() -> T:
+        with foreground.counting():
+            return operation(*args)
+
+    return await to_thread.run_sync(counted, limiter=limiter)
 
 
 async def json_body(request: Request) -> dict[str, Any]:

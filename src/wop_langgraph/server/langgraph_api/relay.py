@@ -5,7 +5,11 @@ driver hands each one to :meth:`CustomRelay.publish` as the node writes it, and 
 run in this process read them from a short per-run buffer, numbered so a stream shows only the
 chunks written after it began (a resume's stream: none of the earlier passes'). A run driven by
 another process (``wop-langgraph worker``) is not relayed here, and a reconnect with
-``Last-Event-ID`` does not replay the chunks it missed.
+``Last-Event-ID`` does not replay the chunks it missed. A drive relays only while a stream with
+``custom`` in its modes watches the run (:meth:`CustomRelay.watch`, from before the request
+starts or resumes the run): streaming that mode costs every task a thread hop in LangGraph,
+which runs nobody streams do not pay. A stream that joins a run mid-drive sees its chunks from
+the run's next drive on.
 """
 
 from __future__ import annotations
@@ -32,6 +36,25 @@ class CustomRelay:
         self._signals = signals_for(engine)
         self._guard = threading.Lock()
         self._runs: OrderedDict[str, tuple[int, deque[tuple[int, Any]]]] = OrderedDict()
+        self._watching: dict[str, int] = {}
+
+    def watch(self, run_id: str) -> None:
+        """A stream wants ``run_id``'s chunks: its drives from now on relay them (counted)."""
+        with self._guard:
+            self._watching[run_id] = self._watching.get(run_id, 0) + 1
+
+    def unwatch(self, run_id: str) -> None:
+        """A stream that called :meth:`watch` has ended."""
+        with self._guard:
+            left = self._watching.get(run_id, 0) - 1
+            if left > 0:
+                self._watching[run_id] = left
+            else:
+                self._watching.pop(run_id, None)
+
+    def wants(self, run_id: str) -> bool:
+        """Whether a drive of ``run_id`` starting now should relay its chunks."""
+        return run_id in self._watching
 
     def publish(self, run_id: str, chunk: Any) -> None:
         """Buffer ``chunk`` of ``run_id`` (called on the driving thread) and wake its streams."""

@@ -12,6 +12,7 @@ scope (it is a decision, recorded with the key's principal); new input needs ``r
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from typing import Annotated, Any
@@ -61,16 +62,24 @@ def _reconnect(started: Started, modes: list[str]) -> dict[str, str]:
 
 
 async def _start(
-    request: Request, principal: Principal, thread_id: str | None
+    request: Request, principal: Principal, thread_id: str | None, *, wait: bool = False, stream: bool = False
 ) -> tuple[Started, dict[str, Any]]:
+    """Start or resume the run a request names. ``wait`` (``runs/wait``): the request drives it
+    to rest itself when one of the service's drive threads is free (see ``LangGraphService``)."""
     body = await json_body(request)
     _need(principal, body)
-    stream_modes(body.get("stream_mode"))  # refuse a bad mode before anything starts
+    modes = stream_modes(body.get("stream_mode"))  # refuse a bad mode before anything starts
     service = service_of(request)
     if thread_id is None:  # a stateless run: a thread of its own
         thread_id = str(uuid.uuid4())
         body = {**body, "if_not_exists": "create"}
-    started = await changing(request, service.start, principal, thread_id, body)
+    limiter = service.drive_limiter if wait else None
+    if limiter is not None and limiter.available_tokens < 1:
+        limiter = None  # every drive thread is busy: the workers drive this run
+    operation = functools.partial(
+        service.start, wait=wait, drive=limiter is not None, custom=stream and "custom" in modes
+    )
+    started = await changing(request, operation, principal, thread_id, body, limiter=limiter)
     return started, body
 
 
@@ -92,7 +101,7 @@ async def _stream(request: Request, principal: Principal, thread_id: str | None)
     # byte of the stream is sent.
     slot = state_of(request).streams.hold(caller_key(principal))
     try:
-        started, body = await _start(request, principal, thread_id)
+        started, body = await _start(request, principal, thread_id, stream=True)
         service = service_of(request)
         modes = stream_modes(body.get("stream_mode"))
         return SlotStreamingResponse(
@@ -130,9 +139,11 @@ async def stream_stateless(request: Request, principal: Caller) -> SlotStreaming
 
 
 async def _wait(request: Request, principal: Principal, thread_id: str | None) -> JSONResponse:
-    started, _ = await _start(request, principal, thread_id)
-    await wait_until_resting(state_of(request), service_of(request), started)
-    outcome = await run_in_threadpool(service_of(request).outcome, started)
+    started, _ = await _start(request, principal, thread_id, wait=True)
+    outcome = started.outcome  # read by the call that drove the run to rest, if it did
+    if outcome is None:  # a worker drives it
+        await wait_until_resting(state_of(request), service_of(request), started)
+        outcome = await run_in_threadpool(service_of(request).outcome, started)
     return JSONResponse(outcome, headers=_location(request, started))
 
 
@@ -191,6 +202,8 @@ async def join_stream(
     )
     modes = stream_modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
     slot = state_of(request).streams.hold(caller_key(principal))  # 429 before the stream starts
+    if "custom" in modes:
+        service.relay.watch(row.run_id)  # its next drives relay; the stream unwatches at its end
     try:
         return SlotStreamingResponse(
             slot,
@@ -199,6 +212,8 @@ async def join_stream(
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
     except BaseException:
+        if "custom" in modes:
+            service.relay.unwatch(row.run_id)
         slot.release()
         raise
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from anyio import CapacityLimiter
 from langgraph.pregel import Pregel
 from langgraph.types import StateSnapshot
 
@@ -76,7 +77,9 @@ class Started:
     """A LangGraph run that a request started (a new OpenWOP run) or resumed (the thread's current one).
 
     ``baseline`` is the run's latest checkpoint id before the request: a stream shows what
-    comes after it.
+    comes after it. ``rested``: the OpenWOP status the run rested in, when the request drove it
+    to rest itself (``None``: a worker drives it); ``outcome``: then also what ``runs/wait``
+    answers (:meth:`LangGraphService.outcome`), read in the same call.
     """
 
     thread_id: str
@@ -85,6 +88,8 @@ class Started:
     baseline: str | None
     #: How many ``custom`` chunks the run had written before the request (not shown again).
     custom_after: int = 0
+    rested: str | None = None
+    outcome: dict[str, Any] | None = None
 
 
 def is_resting(status: str) -> bool:
@@ -105,15 +110,26 @@ def _contains(document: Any, pattern: Any) -> bool:
 
 
 class LangGraphService:
-    """The LangGraph Server API over one :class:`WopHost`."""
+    """The LangGraph Server API over one :class:`WopHost`.
 
-    def __init__(self, host: WopHost) -> None:
+    ``wait_drives``: how many ``runs/wait`` requests may drive their run to rest themselves at
+    once (the library's ``wait=True`` path: the run is inserted, or decided, already leased
+    here and driven in the request's call, without a hand-off to a worker, a claim or reads of
+    its status), each in a thread of its own limiter (:attr:`drive_limiter`), so that they never
+    take the threads other requests are answered on. Beyond that, and with ``0`` (a server
+    whose runs are driven by ``worker`` processes), the run is queued for the workers like any
+    other and the request waits for it.
+    """
+
+    def __init__(self, host: WopHost, *, wait_drives: int = 0) -> None:
         self.host = host
+        self.drive_limiter = CapacityLimiter(wait_drives) if wait_drives > 0 else None
         #: Starts enqueued runs when their turn comes (its scan is started by the app).
         self.queue = RunQueue(host, assistant_uuid)
         #: ``custom`` chunks of the runs this process drives, for their streams.
         self.relay = CustomRelay(host.engine)
         host.executor.on_custom.append(self.relay.publish)
+        host.executor.custom_wanted.append(self.relay.wants)
         #: When the assistants (the registered graphs) were created, as far as clients can tell.
         self.started_at = host.clock()
 
@@ -168,15 +184,29 @@ class LangGraphService:
                 details={"field": "thread_id"},
             )
         meta = self._metadata(metadata)
+        now = self.host.clock()
         with self.host.engine.begin() as conn:
-            existing = get_thread(conn, tid)
+            # An id minted here (a random UUID) is free: only a given one is looked up first.
+            existing = None if thread_id is None else get_thread(conn, tid)
             if existing is None:
-                insert_thread(conn, tid, principal.tenant, meta, now=self.host.clock())
+                insert_thread(conn, tid, principal.tenant, meta, now=now)
         if existing is not None:
             if if_exists == "do_nothing" and existing.tenant == principal.tenant:
                 return self.thread_doc(existing)
             raise ThreadBusy(f"thread {tid!r} already exists", details={"thread_id": tid})
-        return self.thread_doc(self.thread(principal, tid))
+        # The row as inserted (no run yet): nothing to read back.
+        row = ThreadRow(
+            thread_id=tid,
+            tenant=principal.tenant,
+            metadata=meta,
+            run_id=None,
+            created_at=now,
+            updated_at=now,
+            run_status=None,
+            run_updated_at=None,
+            workflow_id=None,
+        )
+        return thread_doc(row, None, set())
 
     @staticmethod
     def _metadata(metadata: Any) -> dict[str, Any]:
@@ -360,8 +390,24 @@ class LangGraphService:
             raise NotFound(f"no run {wire_run_id!r} on thread {thread_id!r}")
         return found
 
-    def start(self, principal: Principal, thread_id: str, body: Mapping[str, Any]) -> Started:
+    def start(
+        self,
+        principal: Principal,
+        thread_id: str,
+        body: Mapping[str, Any],
+        *,
+        wait: bool = False,
+        drive: bool = False,
+        custom: bool = False,
+    ) -> Started:
         """``POST /threads/{id}/runs[/stream|/wait]``: start the thread's next run, or resume it.
+
+        ``wait`` (``runs/wait``): the caller waits for the run to rest and reads only its outcome
+        (no stream baseline is read); with ``drive`` too, this call drives the run to rest and
+        reads the outcome (``Started.rested``, ``Started.outcome``; a resume answering several
+        interrupts is left to the workers). ``custom``: the caller streams the ``custom`` mode:
+        the run is watched (:meth:`CustomRelay.watch`) before it is started or resumed, and the
+        stream unwatches it when it ends (an error here unwatches it at once).
 
         Raises:
             NotFound: no such thread (without ``if_not_exists: create``) or assistant.
@@ -378,12 +424,30 @@ class LangGraphService:
                 raise
             self.create_thread(principal, thread_id, None, "do_nothing")
             row = self.thread(principal, thread_id)
+        drive = wait and drive
         command = body.get("command")
-        if command is not None:
-            return self._command(principal, row, command)
-        return self._next_run(principal, row, graph_id, body)
+        # The run a streamed custom mode watches: the current one for a resume, else a new id.
+        watched = (
+            (row.run_id if command is not None else mint_tenant_id(principal.tenant)) if custom else None
+        )
+        if watched is not None:
+            self.relay.watch(watched)
+        try:
+            if command is not None:
+                started = self._command(principal, row, command, wait=wait, drive=drive)
+            else:
+                started = self._next_run(principal, row, graph_id, body, drive=drive, run_id=watched)
+        except BaseException:
+            if watched is not None:
+                self.relay.unwatch(watched)
+            raise
+        if started.rested is not None and is_resting(started.rested):
+            started = replace(started, outcome=self.outcome(started))
+        return started
 
-    def _command(self, principal: Principal, row: ThreadRow, command: Any) -> Started:
+    def _command(
+        self, principal: Principal, row: ThreadRow, command: Any, *, wait: bool, drive: bool
+    ) -> Started:
         if not isinstance(command, dict):
             raise ValidationError("command must be an object", details={"field": "command"})
         if command.get("update") is not None:
@@ -399,8 +463,9 @@ class LangGraphService:
                 f"thread {row.thread_id!r} has no pending interrupt to resume",
                 details={"thread_id": row.thread_id},
             )
-        baseline = self.latest_checkpoint(row.workflow_id, row.run_id)
+        baseline = None if wait else self.latest_checkpoint(row.workflow_id, row.run_id)
         custom_after = self.relay.position(row.run_id)
+        rested = None
         if goto is not None:
             if goto not in (END, [END]) or "resume" in command:
                 raise Unsupported('command.goto is supported only as "__end__" (end the interrupted run)')
@@ -416,9 +481,13 @@ class LangGraphService:
                 for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"])
             ]
             if len(resolves) == 1:
+                # The decision is driven here when the caller drives (the common case).
                 node_id, key, value = resolves[0]
-                self.host.resolve(row.run_id, node_id, value, principal, key=key, wait=False)
+                result = self.host.resolve(row.run_id, node_id, value, principal, key=key, wait=drive)
+                if drive:
+                    rested = str(result["status"])
             else:
+                # Several decisions are applied whole; the run is left to the workers.
                 self.host.resolve_all(row.run_id, resolves, principal)
         else:
             raise ValidationError("command needs resume or goto", details={"field": "command"})
@@ -426,13 +495,20 @@ class LangGraphService:
             touch_thread(conn, row.thread_id, now=self.host.clock())
         if goto is not None:
             self.queue.promote(row.thread_id)  # the next enqueued run's turn
-        return Started(row.thread_id, row.run_id, row.workflow_id, baseline, custom_after)
+        return Started(row.thread_id, row.run_id, row.workflow_id, baseline, custom_after, rested)
 
     def _next_run(
-        self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any]
+        self,
+        principal: Principal,
+        row: ThreadRow,
+        graph_id: str,
+        body: Mapping[str, Any],
+        *,
+        drive: bool,
+        run_id: str | None = None,
     ) -> Started:
         if body.get("multitask_strategy") == ENQUEUE:
-            return self._enqueue(principal, row, graph_id, body)
+            return self._enqueue(principal, row, graph_id, body, run_id=run_id)
         status = _effective(row)
         if status in ("pending", "running") or row.runs_behind:
             raise ThreadBusy(
@@ -478,12 +554,21 @@ class LangGraphService:
             seeded.append(seed_checkpoint(conn, previous, new) if previous else None)
 
         created = self.host.create_run(
-            graph_id, body.get("input"), owner=principal, wait=False, on_commit=on_commit
+            graph_id, body.get("input"), owner=principal, wait=drive, on_commit=on_commit, run_id=run_id
         )
-        return Started(row.thread_id, created["runId"], graph_id, seeded[0] if seeded else None)
+        rested = str(created["status"]) if drive else None
+        return Started(
+            row.thread_id, created["runId"], graph_id, seeded[0] if seeded else None, rested=rested
+        )
 
     def _enqueue(
-        self, principal: Principal, row: ThreadRow, graph_id: str, body: Mapping[str, Any]
+        self,
+        principal: Principal,
+        row: ThreadRow,
+        graph_id: str,
+        body: Mapping[str, Any],
+        *,
+        run_id: str | None = None,
     ) -> Started:
         """``multitask_strategy: enqueue``: queue the run behind the thread's current one (and
         behind the runs queued before it); it starts at once if its turn has come."""
@@ -493,7 +578,7 @@ class LangGraphService:
         inputs = jsonable(body.get("input"))
         require_storable(inputs, "/input")
         run_metadata = self._metadata(body.get("metadata"))
-        run_id = mint_tenant_id(principal.tenant)
+        run_id = run_id or mint_tenant_id(principal.tenant)
         now = self.host.clock()
         with self.host.engine.begin() as conn:
             insert_queued(
@@ -577,14 +662,21 @@ class LangGraphService:
 
     def outcome(self, started: Started) -> dict[str, Any]:
         """What ``runs.wait`` / ``join`` answer once the run rests: the state's values, with
-        ``__interrupt__`` while it waits and ``__error__`` when it failed (as LangGraph's server)."""
+        ``__interrupt__`` while it waits and ``__error__`` when it failed (as LangGraph's server).
+
+        The status the request's own drive rested in (``Started.rested``) is taken as it is,
+        unless the run failed (the snapshot has the error)."""
         if self._never_started(started.run_id):
             return {}  # cancelled before it started: it has no state of its own
-        status = self.host.snapshot(started.run_id)
+        status: dict[str, Any] = (
+            {"status": started.rested}
+            if started.rested is not None and started.rested != "failed"
+            else self.host.snapshot(started.run_id)
+        )
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
         values: dict[str, Any] = dict(jsonable(snapshot.values)) if isinstance(snapshot.values, dict) else {}
         if status["status"].startswith(_RESTING_PREFIX):
-            values["__interrupt__"] = self.pending_docs(started)
+            values["__interrupt__"] = self._pending_docs(started, snapshot)
         if status["status"] == "failed":
             error = status.get("error") or {}
             values["__error__"] = {"error": error.get("code", "error"), "message": error.get("message", "")}
@@ -592,8 +684,11 @@ class LangGraphService:
 
     def pending_docs(self, started: Started) -> list[dict[str, Any]]:
         """The run's pending interrupts as LangGraph ``Interrupt`` documents."""
-        pending = {r.lg_interrupt_id for r in self.host.pending_interrupts(started.run_id)}
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
+        return self._pending_docs(started, snapshot)
+
+    def _pending_docs(self, started: Started, snapshot: StateSnapshot) -> list[dict[str, Any]]:
+        pending = {r.lg_interrupt_id for r in self.host.pending_interrupts(started.run_id)}
         return [interrupt_doc(i.value, i.id) for t in snapshot.tasks for i in t.interrupts if i.id in pending]
 
     def rest_status(self, run_id: str) -> str:

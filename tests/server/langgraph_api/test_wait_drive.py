@@ -1,0 +1,104 @@
+"""A ``runs/wait`` drives its run to rest itself when a drive thread is free, and answers exactly what
+the workers' path answers; with ``langgraph_wait_drives=0`` the workers drive it.
+
+The graph records which thread ran each node: a worker's (``wop-worker-N``) or another (the
+request's drive thread). Both paths end in the same answers, the same thread state and the same
+OpenWOP event log, with the resolution recorded for the API key's principal.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TypedDict
+
+import httpx
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+from tests.server.conftest import make_settings, serving
+from wop_langgraph.host import WopHost
+from wop_langgraph.server import create_app
+
+ALICE = {"x-api-key": "alice-key"}
+ALICE_BEARER = {"Authorization": "Bearer alice-key"}
+
+
+class State(TypedDict, total=False):
+    to: str
+    asked_on: str
+    sent_on: str
+    decision: str
+
+
+def _ask(state: State) -> dict[str, Any]:
+    on = threading.current_thread().name
+    answer = interrupt({"send_to": state["to"], "asked_on": on})
+    return {"asked_on": on, "decision": answer["action"]}
+
+
+def _send(state: State) -> dict[str, Any]:
+    return {"sent_on": threading.current_thread().name}
+
+
+def _graph() -> Any:
+    builder = StateGraph(State)
+    builder.add_node("ask", _ask)
+    builder.add_node("send", _send)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "send")
+    builder.add_edge("send", END)
+    return builder.compile()
+
+
+async def _cycle(client: httpx.AsyncClient) -> tuple[dict[str, Any], dict[str, Any], str, list[str]]:
+    created = await client.post("/langgraph/threads", json={"metadata": {"k": "v"}}, headers=ALICE)
+    assert created.status_code == 200, created.text
+    thread = created.json()
+    again = (await client.get(f"/langgraph/threads/{thread['thread_id']}", headers=ALICE)).json()
+    assert again == thread  # the created thread's document is the one stored
+    tid = thread["thread_id"]
+    asked = await client.post(
+        f"/langgraph/threads/{tid}/runs/wait",
+        json={"assistant_id": "mail", "input": {"to": "ops@example.com"}},
+        headers=ALICE,
+        timeout=30,
+    )
+    assert asked.status_code == 200, asked.text
+    run_path = asked.headers["content-location"].rsplit("/", 1)[-1]
+    done = await client.post(
+        f"/langgraph/threads/{tid}/runs/wait",
+        json={"assistant_id": "mail", "command": {"resume": {"action": "send"}}},
+        headers=ALICE,
+        timeout=30,
+    )
+    assert done.status_code == 200, done.text
+    poll = {"timeout": 0, "streamMode": "debug"}
+    events = (await client.get(f"/runs/{run_path}/events/poll", params=poll, headers=ALICE_BEARER)).json()[
+        "events"
+    ]
+    state = (await client.get(f"/langgraph/threads/{tid}", headers=ALICE)).json()
+    assert state["status"] == "idle" and state["values"] == done.json()
+    resolved = [e["payload"] for e in events if e["type"] == "interrupt.resolved"]
+    assert len(resolved) == 1 and "alice" in str(resolved[0])
+    return asked.json(), done.json(), tid, [e["type"] for e in events]
+
+
+@pytest.mark.parametrize("wait_drives", [16, 0])
+async def test_runs_wait_drives_its_run_when_a_drive_thread_is_free(db_url: str, wait_drives: int) -> None:
+    host = WopHost.from_url(db_url)
+    host.register("mail", _graph())
+    try:
+        settings = make_settings(db_url, workers=2, langgraph_wait_drives=wait_drives)
+        async with serving(create_app(host, settings)) as client:
+            asked, done, _, types = await _cycle(client)
+    finally:
+        host.saver.close()
+    (pending,) = asked["__interrupt__"]
+    assert pending["value"]["send_to"] == "ops@example.com" and pending["id"]
+    assert done["decision"] == "send" and "__interrupt__" not in done
+    # The ask node ran twice (to the interrupt, then again on the resume), send once.
+    ran_on = (pending["value"]["asked_on"], done["asked_on"], done["sent_on"])
+    assert [name.startswith("wop-worker-") for name in ran_on] == [not wait_drives] * 3
+    assert types[0] == "run.started" and types[-1] == "run.completed"
+    assert types.count("interrupt.requested") == 1 and types.count("interrupt.resolved") == 1
