@@ -1,0 +1,75 @@
+"""The signed receipts and checkpoints of runs (schema migration 7), by run and name.
+
+A receipt's ``name`` says what it proves and is unique per run (``decision/<sequence>``,
+``vote/<sequence>/<voter>``, ``checkpoint/<sequence>``): issuing one twice stores it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Column, Connection, DateTime, String, Table, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import SQLModel
+
+
+__all__ = ["StoredReceipt", "insert_receipts", "read_receipts", "receipts_table"]
+
+receipts_table = Table(
+    "wop_receipts",
+    SQLModel.metadata,
+    Column("run_id", String(300), primary_key=True),
+    Column("name", String(400), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("sequence", BigInteger, nullable=False),
+    Column("kid", String(128), nullable=False),
+    Column("envelope", JSON().with_variant(JSONB(), "postgresql"), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredReceipt:
+    """A receipt as stored: ``envelope`` is the DSSE envelope (JSON)."""
+
+    run_id: str
+    name: str
+    kind: str
+    sequence: int
+    kid: str
+    envelope: dict[str, Any]
+    created_at: datetime
+
+
+def insert_receipts(conn: Connection, receipts: Sequence[StoredReceipt]) -> None:
+    """Store ``receipts`` in ``conn``'s transaction; one already stored under its name is kept."""
+    if not receipts:
+        return
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    rows = [
+        {
+            "run_id": r.run_id,
+            "name": r.name,
+            "kind": r.kind,
+            "sequence": r.sequence,
+            "kid": r.kid,
+            "envelope": r.envelope,
+            "created_at": r.created_at,
+        }
+        for r in receipts
+    ]
+    conn.execute(dialect.insert(receipts_table).on_conflict_do_nothing(), rows)
+
+
+def read_receipts(conn: Connection, run_id: str) -> list[StoredReceipt]:
+    """The receipts of ``run_id``, in sequence order (then by name)."""
+    t = receipts_table
+    query = select(t).where(t.c.run_id == run_id).order_by(t.c.sequence, t.c.name)
+    return [
+        StoredReceipt(r.run_id, r.name, r.kind, r.sequence, r.kid, r.envelope, r.created_at)
+        for r in conn.execute(query)
+    ]
