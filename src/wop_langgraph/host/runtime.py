@@ -30,6 +30,7 @@ from wop_langgraph.host.foreground import Foreground
 from wop_langgraph.host.fork import fork_run
 from wop_langgraph.host.listing import InterruptPage, RunPage, answerable_page, run_page, utc_bound
 from wop_langgraph.host.principal import MembershipResolver, Principal
+from wop_langgraph.host.proofs import Proofs
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ForkAwareRecorder
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
@@ -71,6 +72,8 @@ from wop_langgraph.store.saver import SQLModelSaver
 
 if TYPE_CHECKING:
     from wop_langgraph.definitions import LoadReport, NodeTypeRegistry
+    from wop_langgraph.proof.keys import ReceiptKeys
+    from wop_langgraph.proof.verify import Report
 
 __all__ = ["DEFAULT_ESCALATION_THRESHOLD", "WopHost"]
 
@@ -133,6 +136,9 @@ class WopHost:
         self.foreground = Foreground()
         signals_for(self.engine)  # appends wake event readers from the first commit on
         self.executor.after_drive.append(self._settle_links)
+        #: Signed receipts and checkpoints (:meth:`use_receipt_keys`), export and verification.
+        self.proofs = Proofs(self.engine, clock)
+        self.executor.after_drive.append(self.proofs.issue)
         self.executor.on_release.append(self._enqueued)
         self._resolver = Resolver(
             ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued)
@@ -615,6 +621,8 @@ class WopHost:
             if lease is not None:
                 lease.hand_back()
             raise
+        if result["status"] == "running":
+            self.proofs.issue(run_id)  # the decision's receipt, before the run moves on
         if lease is not None and result["status"] == "running":
             rested = self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
             status = rested.status if rested is not None else self.snapshot(run_id)["status"]
@@ -661,6 +669,37 @@ class WopHost:
         if wait:
             return max(self.run_until_idle(), len(stragglers))
         return len(stragglers)
+
+    # -- proofs -----------------------------------------------------------------------------
+
+    def use_receipt_keys(self, keys: ReceiptKeys | None) -> None:
+        """Sign decision receipts and checkpoints with ``keys`` from now on (``None``: stop)."""
+        self.proofs.keys = keys
+
+    def verify(self, run_id: str) -> Report:
+        """Check ``run_id``'s proof in place: its chain, receipts and checkpoints against this
+        host's keys, and its interrupts against their receipts (see ``wop_langgraph.proof``).
+
+        Raises:
+            NotFound: no such run.
+        """
+        return self.proofs.verify(run_id)
+
+    def export_proof(self, run_id: str) -> dict[str, Any]:
+        """The self-contained proof bundle of ``run_id`` (events, receipts, checkpoints, keys).
+
+        Raises:
+            NotFound: no such run.
+        """
+        return self.proofs.export(run_id)
+
+    async def averify(self, run_id: str) -> Report:
+        """Async :meth:`verify`."""
+        return await asyncio.to_thread(self.verify, run_id)
+
+    async def aexport_proof(self, run_id: str) -> dict[str, Any]:
+        """Async :meth:`export_proof`."""
+        return await asyncio.to_thread(self.export_proof, run_id)
 
     # -- async twins ------------------------------------------------------------------------
 

@@ -561,7 +561,11 @@ def _reserve_statement(
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     postgres = dialect_name == "postgresql"
     counted = bindparam("count", type_=Integer)
-    columns: list[Any] = [bindparam("run_id", type_=_counters.c.run_id.type), counted, true() if close else false()]
+    columns: list[Any] = [
+        bindparam("run_id", type_=_counters.c.run_id.type),
+        counted,
+        true() if close else false(),
+    ]
     names = ["run_id", "next_sequence", "closed"]
     if postgres:
         columns += [null(), _pg_chain(None, count)[-1]]
@@ -618,7 +622,9 @@ def _pg_chain(previous: Any | None, count: int) -> list[Any]:
     values: list[Any] = []
     head = start
     for offset in range(count):
-        head = func.sha256(head.op("||")(_hex(bindparam(f"digest_{offset}", type_=String))), type_=LargeBinary)
+        head = func.sha256(
+            head.op("||")(_hex(bindparam(f"digest_{offset}", type_=String))), type_=LargeBinary
+        )
         values.append(func.encode(head, literal_column("'hex'"), type_=String))
     return values
 
@@ -637,7 +643,8 @@ def _pg_recursive(previous: Any | None, count: int, *, last_only: bool) -> Any:
     start = "NULL" if previous is None else f"{previous.table.name}.{previous.name}"
     query = (
         f"WITH RECURSIVE wop_chain(i, h) AS ("
-        f"SELECT 1, sha256(decode(coalesce({start}, '{GENESIS}'), 'hex') || decode((ARRAY[{digests}])[1], 'hex')) "
+        f"SELECT 1, sha256(decode(coalesce({start}, '{GENESIS}'), 'hex') "
+        f"|| decode((ARRAY[{digests}])[1], 'hex')) "
         f"UNION ALL SELECT i + 1, sha256(h || decode((ARRAY[{digests}])[i + 1], 'hex')) "
         f"FROM wop_chain WHERE i < {count}) "
     )

@@ -16,7 +16,6 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import SQLModel
 
-
 __all__ = ["StoredReceipt", "insert_receipts", "read_receipts", "receipts_table"]
 
 receipts_table = Table(
