@@ -9,7 +9,10 @@ is what lets the database assign it in the same statement that chains the event.
 The canonical form is computed from the values the log stores and reads back (the wire
 timestamp has millisecond precision, the payload is JSON), so the digest does not depend on
 how a database round-trips JSON: JSONB's key order and number spelling are normalised away by
-the canonicalisation.
+the canonicalisation. One extension of RFC 8785 (whose numbers are IEEE doubles): an integer
+beyond the doubles' safe range (2**53), which a payload may hold up to 64 bits, is written
+with its exact digits below 1e21 (as JCS writes an integral double there), and as JCS writes
+the nearest double from 1e21 on (JSONB returns a large double such as 1e300 as an integer).
 """
 
 from __future__ import annotations
@@ -30,13 +33,37 @@ GENESIS = "0" * 64
 
 
 def canonical(value: Any) -> bytes:
-    """The RFC 8785 canonical JSON bytes of ``value``."""
+    """The RFC 8785 canonical JSON bytes of ``value`` (with large integers: see above).
+
+    Raises:
+        TypeError: ``value`` is not JSON (a non-string key, NaN, an object of another type).
+    """
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.IntegerDomainError:
+        try:
+            return _exact(value)
+        except rfc8785.CanonicalizationError as exc:
+            raise TypeError(f"not JSON: {exc}") from None
+    except rfc8785.CanonicalizationError as exc:
+        raise TypeError(f"not JSON: {exc}") from None
+
+
+def _exact(value: Any) -> bytes:
+    """:func:`canonical` of a value holding an integer beyond 2**53 (rare: the slow path)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value).encode() if abs(value) < 10**21 else rfc8785.dumps(float(value))
+    if isinstance(value, list | tuple):
+        return b"[" + b",".join(_exact(item) for item in value) + b"]"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda item: str(item[0]).encode("utf-16be"))
+        return b"{" + b",".join(rfc8785.dumps(key) + b":" + _exact(item) for key, item in items) + b"}"
     return rfc8785.dumps(value)
 
 
 def json_digest(value: Any) -> str:
     """Hex SHA-256 of the canonical JSON of ``value``."""
-    return hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+    return hashlib.sha256(canonical(value)).hexdigest()
 
 
 def event_digest(
@@ -63,13 +90,13 @@ def event_digest(
         doc["nodeId"] = node_id
     if causation_id is not None:
         doc["causationId"] = causation_id
-    return hashlib.sha256(rfc8785.dumps(doc)).hexdigest()
+    return hashlib.sha256(canonical(doc)).hexdigest()
 
 
 def wire_digest(doc: Mapping[str, Any]) -> str:
     """:func:`event_digest` of an event's wire document (``RunEventDoc``, as exported)."""
     body = {name: value for name, value in doc.items() if name not in ("sequence", "chainHash")}
-    return hashlib.sha256(rfc8785.dumps(body)).hexdigest()
+    return hashlib.sha256(canonical(body)).hexdigest()
 
 
 def chain_next(previous: str | None, digest: str) -> str:
