@@ -11,6 +11,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Engine, insert, update
 
 from wop_langgraph.proof.chain import GENESIS, canonical, chain_next
@@ -143,6 +146,8 @@ def test_large_numbers_canonicalise_to_one_form_whatever_the_round_trip() -> Non
     assert canonical({"n": 10**300}) == canonical({"n": 1e300}) == b'{"n":1e+300}'
     assert canonical({"n": 10**16}) == canonical({"n": 1e16})
     assert canonical([1.0, 1]) == b"[1,1]"
+    for value in AWKWARD[:2] + AWKWARD[3:]:  # the fast path and rfc8785 agree (key order included)
+        assert canonical(value) == rfc8785.dumps(value)
     with pytest.raises(TypeError):  # what JSON cannot carry
         canonical({"n": float("nan")})
 
@@ -158,3 +163,24 @@ def test_editing_a_chain_value_in_sql_does_not_change_what_the_next_append_chain
         append_events(conn, run_id, [NewEvent("b", {})], now=NOW)
     pairs = recomputed(engine, run_id)
     assert pairs[0][0] != pairs[0][1]  # the forged value is found where it was written
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_JSON)
+def test_the_fast_canonical_form_is_rfc8785(value: Any) -> None:
+    try:
+        expected = rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError:  # lone surrogates: not JSON text
+        return
+    assert canonical(value) == expected

@@ -95,9 +95,20 @@ class _Log:
     docs: list[Mapping[str, Any]]
     digests: list[str]
     consistent: list[bool]  # the stored chain value follows from the event and its predecessor
+    _requested: dict[Any, list[tuple[int, str, Any]]] | None = None
 
     def stored(self, sequence: int) -> Any:
         return self.docs[sequence].get("chainHash")
+
+    def requested(self, node: Any) -> list[tuple[int, str, Any]]:
+        """The node's ``interrupt.requested`` events: (sequence, payload digest, payload)."""
+        if self._requested is None:
+            self._requested = {}
+            for position, doc in enumerate(self.docs):
+                if doc.get("type") == "interrupt.requested":
+                    entry = (position, json_digest(doc.get("payload")), doc.get("payload"))
+                    self._requested.setdefault(doc.get("nodeId"), []).append(entry)
+        return self._requested.get(node, [])
 
 
 def verify_bundle(bundle: Mapping[str, Any], keys: PublicKeys | None = None) -> Report:
@@ -257,10 +268,8 @@ def _check_subject(statement: Mapping[str, Any], log: _Log, sequence: int, repor
     """The receipt's subject is a payload the log shows was requested before the decision."""
     digest = (statement.get("subject") or [{}])[0].get("digest", {}).get("sha256")
     node = statement["predicate"].get("nodeId")
-    for doc in log.docs[:sequence]:
-        requested = doc.get("type") == "interrupt.requested" and doc.get("nodeId") == node
-        if requested and json_digest(doc.get("payload")) == digest:
-            return True
+    if any(at < sequence and found == digest for at, found, _ in log.requested(node)):
+        return True
     report.problems.append(
         Problem(
             sequence,
@@ -321,8 +330,8 @@ def _check_decisions(log: _Log, receipted: set[int], decided: Mapping[int, set[s
 
 
 def _required(log: _Log, sequence: int, node: Any) -> int:
-    for doc in reversed(log.docs[:sequence]):
-        if doc.get("type") == "interrupt.requested" and doc.get("nodeId") == node:
-            data = (doc.get("payload") or {}).get("data") or {}
+    for at, _, payload in reversed(log.requested(node)):
+        if at < sequence:
+            data = (payload or {}).get("data") or {}
             return int(data.get("requiredApprovals", 1))
     return 1
