@@ -5,6 +5,9 @@ alone, and refuses once the log is edited in SQL."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import re
 
 import httpx
 import pytest
@@ -71,3 +74,24 @@ async def test_receipts_of_another_tenants_run_are_refused(app: FastAPI) -> None
 
 async def test_unauthenticated_receipts_are_refused(client: httpx.AsyncClient) -> None:
     assert_error(await client.get("/runs/acme~2Fno-such-run-0000000000/receipts"), 401, "unauthenticated")
+
+
+async def test_the_reviewer_page_shows_the_digest_the_receipt_binds(app: FastAPI) -> None:
+    async with serving(app) as client:
+        run_id, _ = await started_run(client)
+        wire = project_id(run_id)
+        minted = await client.post(f"/runs/{wire}/interrupts/review/tokens", json={}, headers=ALICE)
+        token = minted.json()["token"]
+        page = await client.get(f"/interrupts/{token}", headers={"Accept": "text/html"})
+        shown = re.search(r"sha256:([0-9a-f]{64})", page.text)
+        assert shown is not None, page.text
+        sent = await client.post(
+            f"/interrupts/{token}/form",
+            content=b"action=accept",
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        assert sent.status_code == 200, sent.text
+        bundle = (await client.get(f"/runs/{wire}/receipts", headers=ALICE)).json()
+        (decision,) = [r for r in bundle["receipts"] if r["kind"] == "decision"]
+        statement = json.loads(base64.b64decode(decision["envelope"]["payload"]))
+        assert statement["subject"][0]["digest"]["sha256"] == shown[1]
