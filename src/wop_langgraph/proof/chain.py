@@ -41,7 +41,7 @@ GENESIS = "0" * 64
 _fast: Callable[[Any], str] = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")
 ).encode
-_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_string: Callable[[str], str] = json.encoder.encode_basestring
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 #: Outside strings: a float (``1.5``, ``1e+16``) or a 22-digit integer.
 _NOT_FAST = re.compile(r"[0-9](?:[.eE]|[0-9]{21})")
