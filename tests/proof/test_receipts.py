@@ -162,3 +162,9 @@ def test_rotation_keeps_old_receipts_and_revocation_reports_them(host: WopHost) 
     assert host.verify(new_run).ok
     jwks = host.proofs.public_keys().to_jwks()
     assert [k.get("revoked", False) for k in jwks["keys"]] == [False, True]
+
+
+async def test_the_async_forms_answer_as_the_sync_ones(host: WopHost) -> None:
+    run_id = quorum_run(host)
+    assert (await host.averify(run_id)).to_json() == host.verify(run_id).to_json()
+    assert (await host.aexport_proof(run_id))["events"] == host.export_proof(run_id)["events"]
