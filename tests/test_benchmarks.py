@@ -133,3 +133,22 @@ def test_langgraph_api_benchmark_reports_each_backend() -> None:
     assert "wop sqlite" in out and "resume p99" in out
     if POSTGRES:
         assert "wop postgres" in out
+
+
+def test_receipts_benchmark_reports_sign_verify_and_a_large_run() -> None:
+    out = _run("receipts.py", "--rounds", "1", "--receipts", "50", "--events", "300")
+    assert "sign" in out and "verify" in out and "verify of a 300-event run" in out
+
+
+def test_chain_overhead_benchmark_reports_ratios_against_a_baseline_tree() -> None:
+    out = _run(
+        "chain_overhead.py",
+        "--baseline-src",
+        str(REPO / "src"),
+        "--pairs",
+        "1",
+        "--operations",
+        "20",
+        "--skip-full-path",
+    )
+    assert "append sqlite append1" in out and "x  (" in out

@@ -41,6 +41,7 @@ PYTHON_EXAMPLES = {
     "fork.py",
     "functional.py",
     "approval_policy.py",
+    "receipts.py",
     "langgraph_sdk_client.py",  # tests/server/langgraph_api/test_readme_sdk.py
 }
 
@@ -251,6 +252,11 @@ def test_functional_api(tmp_path: Path) -> None:
 def test_an_approval_policy_given_at_registration(tmp_path: Path) -> None:
     out = run_example(python_example("approval_policy.py"), tmp_path)
     assert out == ["waiting-approval", "completed"]
+
+
+def test_receipts_example_verifies_offline(tmp_path: Path) -> None:
+    out = run_example(python_example("receipts.py"), tmp_path)
+    assert out == ["True 1 True", "True"]
 
 
 @pytest.mark.postgres

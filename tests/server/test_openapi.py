@@ -18,6 +18,7 @@ from wop_langgraph.server import (
     routes_fork,
     routes_interrupts,
     routes_lists,
+    routes_proof,
     routes_runs,
     routes_tokens,
 )
@@ -44,6 +45,7 @@ async def test_every_route_and_method_is_documented(client: httpx.AsyncClient) -
         routes_interrupts,
         html,
         inbox_page,
+        routes_proof,
     )
     served = {
         (route.path, method.lower())

@@ -47,7 +47,7 @@ def _indexes(engine: Engine, name: str) -> set[str]:
 
 
 def test_upgrade_creates_every_store_table_from_empty(engine: Engine) -> None:
-    assert upgrade(engine) == HEAD == 7
+    assert upgrade(engine) == HEAD == 8
     names = set(inspect(engine).get_table_names())
     assert {t.name for t in _store_tables()} | {"wop_schema_version"} <= names
     assert {"wop_runs", "wop_events", "wop_event_counters", "wop_interrupts", "wop_idempotency"} <= names

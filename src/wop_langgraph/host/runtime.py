@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.pregel import Pregel
 
@@ -28,6 +28,7 @@ from wop_langgraph.host.execution import DEFAULT_LEASE_SECONDS, Executor, Pendin
 from wop_langgraph.host.foreground import Foreground
 from wop_langgraph.host.fork import fork_run
 from wop_langgraph.host.listing import InterruptPage, RunPage, answerable_page, run_page, utc_bound
+from wop_langgraph.host.proofs import Proofs
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ForkAwareRecorder
 from wop_langgraph.host.resolver import Resolver, ResolverSettings
@@ -73,6 +74,10 @@ from wop_langgraph.store.runs import (
 )
 from wop_langgraph.store.saver import SQLModelSaver
 from wop_langgraph.store.statements import Reads
+
+if TYPE_CHECKING:
+    from wop_langgraph.proof.keys import ReceiptKeys
+    from wop_langgraph.proof.verify import Report
 
 __all__ = ["DEFAULT_ESCALATION_THRESHOLD", "WopHost"]
 
@@ -137,6 +142,9 @@ class WopHost:
         #: What WorkflowDefinitions add, once one is registered (:meth:`use_definitions`).
         self.definition_support: DefinitionSupport | None = None
         self.executor.after_drive.append(self._settle_links)
+        #: Signed receipts and checkpoints (:meth:`use_receipt_keys`), export and verification.
+        self.proofs = Proofs(self.engine, clock)
+        self.executor.after_drive.append(self.proofs.issue)
         self.executor.on_release.append(self._enqueued)
         self._resolver = Resolver(
             ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued)
@@ -629,6 +637,8 @@ class WopHost:
             if lease is not None:
                 lease.hand_back()
             raise
+        if result["status"] == "running":
+            self.proofs.issue(run_id)  # the decision's receipt, before the run moves on
         if lease is not None and result["status"] == "running":
             with self.foreground.aside():
                 rested = self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
@@ -694,6 +704,37 @@ class WopHost:
         if wait:
             return max(self.run_until_idle(), len(stragglers))
         return len(stragglers)
+
+    # -- proofs -----------------------------------------------------------------------------
+
+    def use_receipt_keys(self, keys: ReceiptKeys | None) -> None:
+        """Sign decision receipts and checkpoints with ``keys`` from now on (``None``: stop)."""
+        self.proofs.keys = keys
+
+    def verify(self, run_id: str) -> Report:
+        """Check ``run_id``'s proof in place: its chain, receipts and checkpoints against this
+        host's keys, and its interrupts against their receipts (see ``wop_langgraph.proof``).
+
+        Raises:
+            NotFound: no such run.
+        """
+        return self.proofs.verify(run_id)
+
+    def export_proof(self, run_id: str) -> dict[str, Any]:
+        """The self-contained proof bundle of ``run_id`` (events, receipts, checkpoints, keys).
+
+        Raises:
+            NotFound: no such run.
+        """
+        return self.proofs.export(run_id)
+
+    async def averify(self, run_id: str) -> Report:
+        """Async :meth:`verify`."""
+        return await asyncio.to_thread(self.verify, run_id)
+
+    async def aexport_proof(self, run_id: str) -> dict[str, Any]:
+        """Async :meth:`export_proof`."""
+        return await asyncio.to_thread(self.export_proof, run_id)
 
     # -- async twins ------------------------------------------------------------------------
 

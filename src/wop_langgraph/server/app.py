@@ -14,6 +14,7 @@ from wop_langgraph.server import (
     routes_fork,
     routes_interrupts,
     routes_lists,
+    routes_proof,
     routes_runs,
     routes_tokens,
 )
@@ -46,6 +47,9 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     """
     settings = settings or Settings()
     keys = settings.keyring()
+    receipt_keys = settings.receipt_keyring()
+    if receipt_keys is not None:
+        host.use_receipt_keys(receipt_keys)
     api_keys = settings.api_keyring()
     delivery = attach_callbacks(host, settings)
     state = ServerState(
@@ -72,6 +76,7 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     modules = (
         discovery,
         routes_fork,
+        routes_proof,
         routes_runs,
         routes_lists,
         routes_tokens,

@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph._clock import as_utc
+from wop_langgraph.proof.chain import json_digest
 from wop_langgraph.protocol.errors import ValidationError, WopError
 from wop_langgraph.server.review import Options, page_for
 from wop_langgraph.server.review.fields import Form, FormRefused, reviewer_message
@@ -209,6 +210,9 @@ def _who_asked(state: ServerState, review: TokenReview) -> str:
     votes = len(review.record.votes or [])
     if review.record.kind == "approval" and int(data.get("requiredApprovals") or 1) > 1:
         rows.append(("Votes so far", f"{votes} of {int(data['requiredApprovals'])} needed"))
+    if state.host.proofs.keys is not None:
+        # The subject of the signed receipt of this decision: what the reviewer saw, to check later.
+        rows.append(("Your decision is bound to", f"sha256:{json_digest(review.record.payload)}"))
     items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
     return f'<dl class="meta">{items}</dl>'
 

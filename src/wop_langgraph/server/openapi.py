@@ -38,6 +38,8 @@ _OPERATIONS: dict[tuple[str, str], tuple[bool, tuple[int, ...]]] = {
     ("/runs", "get"): (True, _KEYED),
     ("/interrupts", "get"): (True, _KEYED),
     ("/runs/{runId}", "get"): (True, (*_KEYED, 404)),
+    ("/runs/{runId}/receipts", "get"): (True, (*_KEYED, 404)),
+    ("/.well-known/wop-receipt-keys", "get"): (False, ()),
     ("/runs/{runId}/cancel", "post"): (True, (*_KEYED, *_BODY, 404, 409)),
     ("/runs/{runId}:fork", "post"): (True, (*_KEYED, *_BODY, 404, 409, 422)),
     ("/host/effect-seams", "get"): (False, ()),
@@ -53,7 +55,11 @@ _OPERATIONS: dict[tuple[str, str], tuple[bool, tuple[int, ...]]] = {
 }
 _HTML_ONLY = {("/interrupts/{token}/form", "post"), ("/inbox/{inboxToken}", "get")}
 _FORMS = {("/interrupts/{token}/form", "post")}
-_CONDITIONAL = {("/.well-known/openwop", "get"), ("/runs/{runId}", "get")}
+_CONDITIONAL = {
+    ("/.well-known/openwop", "get"),
+    ("/.well-known/wop-receipt-keys", "get"),
+    ("/runs/{runId}", "get"),
+}
 _SSE = ("/runs/{runId}/events", "get")
 _BROWSER_PAGE = ("/interrupts/{token}", "get")
 

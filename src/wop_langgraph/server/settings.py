@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from wop_langgraph.host import Principal
+from wop_langgraph.proof.keys import ReceiptKeys
 from wop_langgraph.protocol.egress import AllowList
 from wop_langgraph.protocol.storable import STORABLE_MAX_DEPTH
 from wop_langgraph.server.limits import RequestLimits
@@ -37,6 +38,10 @@ class Settings(BaseSettings):
     Attributes:
         database_url: the store (``sqlite:///wop.db`` or ``postgresql://...``).
         signing_keys: ``kid=secret,...``; the first signs interrupt tokens and callbacks.
+        receipt_keys: ``kid=<Ed25519 seed>,kid2=pub:<public key>,...``; the first signs
+            decision receipts and checkpoints, every one verifies (unset: none are signed;
+            the event log is hash-chained all the same).
+        receipt_keys_revoked: comma-separated kids whose receipts are reported as revoked.
         api_keys: ``key=tenant:subject:scope+scope`` entries separated by ``;``
             (``approvals:delegate``: the key may vote for the voter a resume value names).
         public_url: the origin links are built on (token URLs, callbacks), e.g.
@@ -74,6 +79,8 @@ class Settings(BaseSettings):
 
     database_url: str = "sqlite:///wop.db"
     signing_keys: SecretStr | None = None
+    receipt_keys: SecretStr | None = None
+    receipt_keys_revoked: str = ""
     api_keys: SecretStr | None = None
     public_url: str | None = None
     token_ttl_seconds: int = Field(default=1800, ge=1)
@@ -168,6 +175,14 @@ class Settings(BaseSettings):
         except ValueError as exc:
             raise ConfigurationError(f"WOP_SIGNING_KEYS: {exc}") from None
 
+    def receipt_keyring(self) -> ReceiptKeys | None:
+        """The parsed receipt keys (``None`` when ``WOP_RECEIPT_KEYS`` is unset).
+
+        Raises:
+            ConfigurationError: malformed ``WOP_RECEIPT_KEYS``.
+        """
+        return _receipt_keyring(self)
+
     def api_keyring(self) -> ApiKeys:
         """The parsed API keys (empty when ``WOP_API_KEYS`` is unset: every call is then 401).
 
@@ -228,6 +243,17 @@ def _split_grant(grant: str, position: int) -> tuple[str, str, frozenset[str]]:
         if not _SCOPE.fullmatch(scope):
             raise ConfigurationError(f"WOP_API_KEYS: entry {position} has an invalid scope {scope!r}")
     return tenant_prefix + tenant, subject, scopes
+
+
+def _receipt_keyring(settings: Settings) -> ReceiptKeys | None:
+    if settings.receipt_keys is None or not settings.receipt_keys.get_secret_value().strip():
+        return None
+    try:
+        return ReceiptKeys.parse(
+            settings.receipt_keys.get_secret_value(), revoked=settings.receipt_keys_revoked
+        )
+    except ValueError as exc:
+        raise ConfigurationError(f"WOP_RECEIPT_KEYS: {exc}") from None
 
 
 def first_signing_secret(settings: Settings) -> bytes:

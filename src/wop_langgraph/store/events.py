@@ -5,7 +5,7 @@ transaction: concurrent appenders serialise on that row (PostgreSQL row lock, SQ
 writer), and a rolled-back transaction gives its numbers back, so a run's log is numbered
 0, 1, 2, ... without gaps or duplicates. Every function takes an open ``Connection`` so an
 append can share the transaction of whatever caused it. Appends run their statements straight
-on that connection's driver connection (see :mod:`._driver_sql`): an append is a handful of
+on that connection's driver connection (see :mod:`.statements`): an append is a handful of
 fast statements, and SQLAlchemy's per-statement work cost more than they did.
 """
 
@@ -19,14 +19,31 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Integer, bindparam, false, func, select, true, union_all
+from sqlalchemy import (
+    Connection,
+    Integer,
+    LargeBinary,
+    String,
+    bindparam,
+    column,
+    false,
+    func,
+    literal_column,
+    null,
+    select,
+    text,
+    true,
+    type_coerce,
+    union_all,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import iso_z
-from wop_langgraph.store._driver_sql import Reads
-from wop_langgraph.store._driver_sql import driver_statement as _driver
+from wop_langgraph.proof.chain import GENESIS, chain_next, event_digest
 from wop_langgraph.store.appended import APPENDED_KEY, EVENTS_CHANNEL
 from wop_langgraph.store.run_tables import event_counters_table, events_table
+from wop_langgraph.store.statements import Reads
+from wop_langgraph.store.statements import driver_statement as _driver
 
 __all__ = [
     "Leading",
@@ -99,6 +116,9 @@ class StoredEvent:
     node_id: str | None = None
     causation_id: str | None = None
     schema_version: int = 1
+    #: The event's value in its run's hash chain (see :mod:`wop_langgraph.proof.chain`);
+    #: ``None`` for an event logged before the chain existed.
+    chain_hash: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """The OpenWOP ``RunEventDoc`` of this event."""
@@ -204,7 +224,7 @@ def append_events_if(
     timed += [(event, now) for event in events]
     announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
     params: dict[str, Any] = {"run_id": run_id, "count": len(timed), "channel": EVENTS_CHANNEL, **gate[1]}
-    params |= _row_params([_row(event, at) for event, at in timed], leading)
+    params |= _row_params([_row(run_id, event, at) for event, at in timed], leading)
     for offset, (event, _) in enumerate(timed[:once]):
         params[f"once_id_{offset}"] = event.event_id
     statement = _gated_append_statement(
@@ -381,6 +401,7 @@ def read_events(
             node_id=row.node_id,
             causation_id=row.causation_id,
             schema_version=row.schema_version,
+            chain_hash=row.chain_hash,
         )
         for row in conn.execute(query)
     ]
@@ -414,7 +435,7 @@ def _append(
     # This transaction's commit wakes the run's readers (see :mod:`.appended`): marked once per run.
     announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
     postgres = conn.dialect.name == "postgresql"
-    rows = [_row(event, at) for event, at in timed]
+    rows = [_row(run_id, event, at) for event, at in timed]
     params: dict[str, Any] = {"run_id": run_id, "count": len(rows), "channel": EVENTS_CHANNEL}
     for offset, (event, _) in enumerate(timed[:once]):
         params[f"once_id_{offset}"] = event.event_id
@@ -438,15 +459,28 @@ def _append(
             if ride is not None:
                 raise RideNotTaken(f"run {run_id!r}: the append logged nothing; its riding write did not run")
             return None
-        first = min(row[0] for row in inserted)
+        ordered = sorted(inserted, key=lambda row: int(row[0]))
+        first = int(ordered[0][0])
+        chained = [row[1] for row in ordered]
     else:
         _run_leading(conn, leading)
-        reserved = _driver(_reserve_statement("sqlite", close, False, once)).rows(conn, params)
+        reserved = _driver(_reserve_statement("sqlite", close, False, once, len(rows))).rows(conn, params)
         if not reserved:
             return None
         first = int(reserved[0][0]) - len(rows)
+        # SQLite has one writer: the run's last event, read in the bump's statement, is the
+        # chain's head until this transaction ends.
+        head: str | None = reserved[0][1]
+        chained = []
+        for row in rows:
+            head = chain_next(head, row["digest"])
+            chained.append(head)
         _driver(_insert_statement()).execute_many(
-            conn, [row | {"run_id": run_id, "sequence": first + offset} for offset, row in enumerate(rows)]
+            conn,
+            [
+                row | {"run_id": run_id, "sequence": first + offset, "chain_hash": chained[offset]}
+                for offset, row in enumerate(rows)
+            ],
         )
     announced.add(run_id)
     return [
@@ -460,6 +494,7 @@ def _append(
             node_id=event.node_id,
             causation_id=event.causation_id,
             schema_version=event.schema_version,
+            chain_hash=chained[offset],
         )
         for offset, (event, at) in enumerate(timed)
     ]
@@ -478,8 +513,9 @@ def _row_params(rows: Sequence[dict[str, Any]], leading: Leading | None) -> dict
     return params if leading is None else params | dict(leading[1])
 
 
-def _row(event: NewEvent, at: datetime) -> dict[str, Any]:
-    """The per-event columns of an insert (``run_id`` and ``sequence`` are the batch's)."""
+def _row(run_id: str, event: NewEvent, at: datetime) -> dict[str, Any]:
+    """The per-event columns of an insert (``run_id``, ``sequence`` and ``chain_hash`` are the
+    batch's), and the event's ``digest`` that the chain hash chains."""
     return {
         "event_id": event.event_id,
         "type": event.type,
@@ -488,6 +524,16 @@ def _row(event: NewEvent, at: datetime) -> dict[str, Any]:
         "timestamp": at,
         "schema_version": event.schema_version,
         "causation_id": event.causation_id,
+        "digest": event_digest(
+            run_id=run_id,
+            event_id=event.event_id,
+            type=event.type,
+            payload=event.payload,
+            timestamp=at,
+            node_id=event.node_id,
+            causation_id=event.causation_id,
+            schema_version=event.schema_version,
+        ),
     }
 
 
@@ -495,16 +541,36 @@ _ROW_COLUMNS = ("event_id", "type", "node_id", "payload", "timestamp", "schema_v
 
 
 @functools.cache
-def _reserve_statement(dialect_name: str, close: bool, notify: bool, once: int, gate: Any = None) -> Any:
-    """The counter upsert: bump ``next_sequence`` by ``count`` on an open log, return it.
+def _reserve_statement(
+    dialect_name: str, close: bool, notify: bool, once: int, count: int, gate: Any = None
+) -> Any:
+    """The counter upsert: bump ``next_sequence`` by ``count`` on an open log, return it, and
+    where the run's hash chain stood before the append.
 
     With ``once``, the row to upsert is only produced while no event has one of the ids
     ``once_id_0`` ... ``once_id_<once-1>``; with ``gate`` (a CTE), only if it has a row; with
     ``notify`` (PostgreSQL) the statement also sends the log's ``NOTIFY``, if it bumped.
+
+    The chain: on PostgreSQL the counter row holds the head (``chain_head``, and the head
+    before this append in ``chain_prev``) and the upsert chains the events' digests
+    (``digest_0`` ...) onto it under the row's lock, returning their chain values as
+    ``chained``; a waiter re-reads the row once the lock is released, where a read of the
+    events table would see the statement's older snapshot. On SQLite (one writer) it returns
+    the chain hash of the run's last event.
     """
     dialect = postgresql if dialect_name == "postgresql" else sqlite
-    count = bindparam("count", type_=Integer)
-    source = select(bindparam("run_id", type_=_counters.c.run_id.type), count, true() if close else false())
+    postgres = dialect_name == "postgresql"
+    counted = bindparam("count", type_=Integer)
+    columns: list[Any] = [
+        bindparam("run_id", type_=_counters.c.run_id.type),
+        counted,
+        true() if close else false(),
+    ]
+    names = ["run_id", "next_sequence", "closed"]
+    if postgres:
+        columns += [null(), _pg_chain(None, count)[-1]]
+        names += ["chain_prev", "chain_head"]
+    source = select(*columns)
     if gate is not None:
         source = source.select_from(gate)
     if once:
@@ -514,16 +580,81 @@ def _reserve_statement(dialect_name: str, close: bool, notify: bool, once: int, 
     else:
         # SQLite parses ``INSERT ... SELECT ... ON CONFLICT`` only with a WHERE in the SELECT.
         source = source.where(true())
-    statement = dialect.insert(_counters).from_select(["run_id", "next_sequence", "closed"], source)
-    set_: dict[str, Any] = {"next_sequence": _counters.c.next_sequence + count}
+    statement = dialect.insert(_counters).from_select(names, source)
+    set_: dict[str, Any] = {"next_sequence": _counters.c.next_sequence + counted}
     if close:
         set_["closed"] = True
     returning: list[Any] = [_counters.c.next_sequence]
+    if postgres:
+        set_["chain_prev"] = _counters.c.chain_head
+        set_["chain_head"] = _pg_chain(_counters.c.chain_head, count)[-1]
+        chained = type_coerce(_pg_chained(_counters.c.chain_prev, count), postgresql.ARRAY(String))
+        returning.append(chained.label("chained"))
+    else:
+        head = text(
+            f"SELECT chain_hash FROM {_events.name} WHERE run_id = :run_id "
+            f"AND sequence = {_counters.name}.next_sequence - :count - 1"
+        ).bindparams(bindparam("run_id", type_=_events.c.run_id.type), bindparam("count", type_=Integer))
+        returning.append(head.columns(column("chain_hash", String)).scalar_subquery())
     if notify:
         returning.append(func.pg_notify(bindparam("channel"), bindparam("run_id")))
     return statement.on_conflict_do_update(
         index_elements=[_counters.c.run_id], set_=set_, where=_counters.c.closed.is_(False)
     ).returning(*returning)
+
+
+#: Up to this many events, PostgreSQL chains an append's digests in nested expressions (each
+#: event's repeats the earlier ones: quadratic, but cheaper for the usual one to three events
+#: than the recursive query that chains longer batches in linear time).
+_NESTED_CHAIN = 4
+
+
+def _hex(value: Any) -> Any:
+    return func.decode(value, literal_column("'hex'"), type_=LargeBinary)
+
+
+def _pg_chain(previous: Any | None, count: int) -> list[Any]:
+    """PostgreSQL: the chain values (hex) of ``count`` events after ``previous`` (``NULL``: the
+    genesis), as expressions; the last one only, when ``count`` is beyond :data:`_NESTED_CHAIN`."""
+    if count > _NESTED_CHAIN:
+        return [_pg_recursive(previous, count, last_only=True)]
+    start = _hex(func.coalesce(null() if previous is None else previous, literal_column(f"'{GENESIS}'")))
+    values: list[Any] = []
+    head = start
+    for offset in range(count):
+        head = func.sha256(
+            head.op("||")(_hex(bindparam(f"digest_{offset}", type_=String))), type_=LargeBinary
+        )
+        values.append(func.encode(head, literal_column("'hex'"), type_=String))
+    return values
+
+
+def _pg_chained(previous: Any, count: int) -> Any:
+    """PostgreSQL: the array of the chain values (hex) of ``count`` events after ``previous``."""
+    if count > _NESTED_CHAIN:
+        return _pg_recursive(previous, count, last_only=False)
+    return postgresql.array(_pg_chain(previous, count))
+
+
+def _pg_recursive(previous: Any | None, count: int, *, last_only: bool) -> Any:
+    """PostgreSQL: the chain of ``count`` digests after ``previous`` (a column of the counter
+    row) by a recursive query: its last value, or all of them as an array."""
+    digests = ", ".join(f":digest_{offset}" for offset in range(count))
+    start = "NULL" if previous is None else f"{previous.table.name}.{previous.name}"
+    query = (
+        f"WITH RECURSIVE wop_chain(i, h) AS ("
+        f"SELECT 1, sha256(decode(coalesce({start}, '{GENESIS}'), 'hex') "
+        f"|| decode((ARRAY[{digests}])[1], 'hex')) "
+        f"UNION ALL SELECT i + 1, sha256(h || decode((ARRAY[{digests}])[i + 1], 'hex')) "
+        f"FROM wop_chain WHERE i < {count}) "
+    )
+    query += (
+        f"SELECT encode(h, 'hex') FROM wop_chain WHERE i = {count}"
+        if last_only
+        else "SELECT array_agg(encode(h, 'hex') ORDER BY i) FROM wop_chain"
+    )
+    params = [bindparam(f"digest_{offset}", type_=String) for offset in range(count)]
+    return text(query).bindparams(*params).columns(column("h", String)).scalar_subquery()
 
 
 @functools.cache
@@ -537,7 +668,7 @@ def _gated_append_statement(
     (SELECT count(*) FROM logged) AS wop_logged FROM gate``.
     """
     gated = gate.cte("gate")
-    reserved = _reserve_statement("postgresql", close, notify, once, gated).cte("reserved")
+    reserved = _reserve_statement("postgresql", close, notify, once, count, gated).cte("reserved")
     logged = _events_from(reserved, count).returning(_events.c.sequence).cte("logged")
     tally = select(func.count()).select_from(logged).scalar_subquery().label("wop_logged")
     statement = select(*gated.c, tally).select_from(gated)
@@ -554,11 +685,12 @@ def _events_from(reserved: Any, count: int) -> Any:
             bindparam("run_id", type_=_events.c.run_id.type),
             first + offset,
             *(bindparam(f"{name}_{offset}", type_=_events.c[name].type) for name in _ROW_COLUMNS),
+            reserved.c.chained[offset + 1],
         ).select_from(reserved)
         for offset in range(count)
     ]
     source = rows[0] if count == 1 else union_all(*rows)
-    return postgresql.insert(_events).from_select(["run_id", "sequence", *_ROW_COLUMNS], source)
+    return postgresql.insert(_events).from_select(["run_id", "sequence", *_ROW_COLUMNS, "chain_hash"], source)
 
 
 @functools.cache
@@ -582,8 +714,8 @@ def _append_statement(
     writes only if the events are logged. ``asynchronously``: the statement turns
     ``synchronous_commit`` off for its transaction (see :func:`append_events`).
     """
-    reserved = _reserve_statement("postgresql", close, notify, once).cte("reserved")
-    returned: list[Any] = [_events.c.sequence]
+    reserved = _reserve_statement("postgresql", close, notify, once, count).cte("reserved")
+    returned: list[Any] = [_events.c.sequence, _events.c.chain_hash]
     if asynchronously:
         returned.append(func.set_config("synchronous_commit", "off", true()))
     statement = _events_from(reserved, count).returning(*returned)

@@ -364,6 +364,28 @@ def _create_v7(conn: Connection) -> None:
     md.create_all(conn, checkfirst=True)
 
 
+def _create_v8(conn: Connection) -> None:
+    # The per-run hash chain (wop_langgraph.proof.chain) and the signed receipts and checkpoints
+    # over it (wop_langgraph.proof.receipts). Events logged before this version keep no chain
+    # value; a run's chain starts at its first event logged after it.
+    conn.execute(text("ALTER TABLE wop_events ADD COLUMN chain_hash VARCHAR(64)"))
+    conn.execute(text("ALTER TABLE wop_event_counters ADD COLUMN chain_head VARCHAR(64)"))
+    conn.execute(text("ALTER TABLE wop_event_counters ADD COLUMN chain_prev VARCHAR(64)"))
+    md = MetaData()
+    Table(
+        "wop_receipts",
+        md,
+        Column("run_id", String(300), primary_key=True),
+        Column("name", String(400), primary_key=True),
+        Column("kind", String(16), nullable=False),
+        Column("sequence", BigInteger, nullable=False),
+        Column("kid", String(128), nullable=False),
+        Column("envelope", _json(), nullable=False),
+        Column("created_at", DateTime(timezone=True), nullable=False),
+    )
+    md.create_all(conn, checkfirst=True)
+
+
 #: Every schema version, oldest first; append, never edit.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs, events, interrupts, idempotency, checkpoints and writes", _create_v1),
@@ -373,6 +395,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "fork records wop_run_forks", _create_v5),
     Migration(6, "interrupt profiles on wop_interrupts", _create_v6),
     Migration(7, "server callbacks and LangGraph API threads and queued runs", _create_v7),
+    Migration(8, "event hash chain; signed receipts wop_receipts", _create_v8),
 )
 
 #: The newest schema version this code knows.

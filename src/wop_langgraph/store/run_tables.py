@@ -84,6 +84,10 @@ class EventCounterRow(SQLModel, table=True):
     next_sequence: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
     #: Set with the run's terminal event: nothing is appended to a closed log.
     closed: bool = Field(default=False, sa_column=Column(Boolean, nullable=False, server_default=false()))
+    #: PostgreSQL: the run's hash chain head, and the head before the latest append (see
+    #: :mod:`wop_langgraph.store.events`); SQLite reads the head from the last event instead.
+    chain_head: str | None = Field(default=None, max_length=64)
+    chain_prev: str | None = Field(default=None, max_length=64)
 
 
 class EventRow(SQLModel, table=True):
@@ -104,6 +108,9 @@ class EventRow(SQLModel, table=True):
     timestamp: datetime = Field(sa_column=_utc_column(nullable=False))
     schema_version: int = Field(default=1)
     causation_id: str | None = Field(default=None, max_length=128)
+    #: The event's value in the run's hash chain (:mod:`wop_langgraph.proof.chain`); ``None``
+    #: for events logged before schema version 7.
+    chain_hash: str | None = Field(default=None, max_length=64)
 
 
 class InterruptRow(SQLModel, table=True):

@@ -1,0 +1,165 @@
+"""The per-run hash chain: each event's digest over its RFC 8785 canonical form, chained.
+
+``digest(e)`` is the SHA-256 of the RFC 8785 (JCS) canonical JSON of the event's wire document
+(``RunEventDoc``) without ``sequence``; ``chain(e_i) = SHA-256(chain(e_{i-1}) || digest(e_i))``
+over the raw 32-byte values, from :data:`GENESIS` (32 zero bytes) for a run's first chained
+event. The sequence is bound by the chain itself (position ``i`` holds sequence ``i``), which
+is what lets the database assign it in the same statement that chains the event.
+
+The canonical form is computed from the values the log stores and reads back (the wire
+timestamp has millisecond precision, the payload is JSON), so the digest does not depend on
+how a database round-trips JSON: JSONB's key order and number spelling are normalised away by
+the canonicalisation. One extension of RFC 8785 (whose numbers are IEEE doubles): an integer
+beyond the doubles' safe range (2**53), which a payload may hold up to 64 bits, is written
+with its exact digits below 1e21 (as JCS writes an integral double there), and as JCS writes
+the nearest double from 1e21 on (JSONB returns a large double such as 1e300 as an integer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import rfc8785
+
+from wop_langgraph._clock import iso_z
+
+__all__ = ["GENESIS", "canonical", "chain_next", "event_digest", "json_digest", "wire_digest"]
+
+#: The chain value before a run's first chained event (hex of 32 zero bytes).
+GENESIS = "0" * 64
+
+
+#: ``json.dumps`` (C) writes what RFC 8785 writes for JSON without floats, without integers
+#: of 22 digits or more, and without characters from U+E000 up (where UTF-16 key order, which
+#: RFC 8785 sorts by, differs from code point order): same escapes (short forms for ``\b \t
+#: \n \f \r``, ``\u00xx`` for other controls, nothing else escaped), same separators.
+_fast: Callable[[Any], str] = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")
+).encode
+_string: Callable[[str], str] = json.encoder.encode_basestring
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+#: Outside strings: a float (``1.5``, ``1e+16``) or a 22-digit integer.
+_NOT_FAST = re.compile(r"[0-9](?:[.eE]|[0-9]{21})")
+_HIGH = re.compile("[\ue000-\U0010ffff]")
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _c_encoder() -> Callable[[Any], str] | None:
+    """``_fast`` without ``JSONEncoder.encode``'s per-call set-up: the C encoder it builds, built
+    once (CPython's ``c_make_encoder``; ``None`` where it is missing or differs)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        encode = make(None, _refuse, _string, None, ":", ",", True, False, False)
+        sample = {"b": [1, "é\n", None, True], "a": {}}
+        if "".join(encode(sample, 0)) != _fast(sample):
+            return None
+    except Exception:  # another interpreter's signature: keep the public path
+        return None
+    return lambda value: "".join(encode(value, 0))
+
+
+_fast = _c_encoder() or _fast
+
+
+def canonical(value: Any) -> bytes:
+    """The RFC 8785 canonical JSON bytes of ``value`` (with large integers: see above).
+
+    JSON that ``json.dumps`` writes exactly as RFC 8785 does (see ``_fast``) takes that path
+    (the append is on the hot path); anything else is canonicalised by ``rfc8785``.
+
+    Raises:
+        TypeError: ``value`` is not JSON (a non-string key, NaN, an object of another type).
+    """
+    try:
+        text = _fast(value)
+    except (TypeError, ValueError):
+        pass
+    else:
+        # (each check is tried on the whole text first: most JSON has no digit before a dot)
+        plain = not _NOT_FAST.search(text) or not _NOT_FAST.search(_STRINGS.sub("", text))
+        if plain and (text.isascii() or not _HIGH.search(text)):
+            return text.encode()
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.IntegerDomainError:
+        try:
+            return _exact(value)
+        except rfc8785.CanonicalizationError as exc:
+            raise TypeError(f"not JSON: {exc}") from None
+    except rfc8785.CanonicalizationError as exc:
+        raise TypeError(f"not JSON: {exc}") from None
+
+
+def _exact(value: Any) -> bytes:
+    """:func:`canonical` of a value holding an integer beyond 2**53 (rare: the slow path)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value).encode() if abs(value) < 10**21 else rfc8785.dumps(float(value))
+    if isinstance(value, list | tuple):
+        return b"[" + b",".join(_exact(item) for item in value) + b"]"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda item: str(item[0]).encode("utf-16be"))
+        return b"{" + b",".join(rfc8785.dumps(key) + b":" + _exact(item) for key, item in items) + b"}"
+    return rfc8785.dumps(value)
+
+
+def json_digest(value: Any) -> str:
+    """Hex SHA-256 of the canonical JSON of ``value``."""
+    return hashlib.sha256(canonical(value)).hexdigest()
+
+
+def event_digest(
+    *,
+    run_id: str,
+    event_id: str,
+    type: str,
+    payload: Any,
+    timestamp: datetime,
+    node_id: str | None,
+    causation_id: str | None,
+    schema_version: int,
+) -> str:
+    """The digest of one event: its wire document without ``sequence``, canonicalised.
+
+    Written member by member in RFC 8785's order (the hot path of every append): the strings as
+    ``json`` escapes them, which RFC 8785 escapes alike, the payload by :func:`canonical`.
+    """
+    head = "" if causation_id is None else f'"causationId":{_string(causation_id)},'
+    head += f'"eventId":{_string(event_id)},'
+    if node_id is not None:
+        head += f'"nodeId":{_string(node_id)},'
+    tail = (
+        f',"runId":{_string(run_id)},"schemaVersion":{int(schema_version)},'
+        f'"timestamp":"{_wire_time(timestamp)}","type":{_string(type)}}}'
+    )
+    return hashlib.sha256(
+        b"{" + head.encode() + b'"payload":' + canonical(payload) + tail.encode()
+    ).hexdigest()
+
+
+def _wire_time(moment: datetime) -> str:
+    """``iso_z(moment)``, quicker for the usual moment (aware, in UTC)."""
+    if moment.tzinfo is UTC:
+        return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
+    return iso_z(moment)
+
+
+def wire_digest(doc: Mapping[str, Any]) -> str:
+    """:func:`event_digest` of an event's wire document (``RunEventDoc``, as exported)."""
+    body = {name: value for name, value in doc.items() if name not in ("sequence", "chainHash")}
+    return hashlib.sha256(canonical(body)).hexdigest()
+
+
+def chain_next(previous: str | None, digest: str) -> str:
+    """The chain value after an event of ``digest`` (hex) follows ``previous`` (hex, or ``None``
+    for the run's first chained event)."""
+    return hashlib.sha256(bytes.fromhex(previous or GENESIS) + bytes.fromhex(digest)).hexdigest()

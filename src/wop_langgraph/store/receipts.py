@@ -1,0 +1,104 @@
+"""The signed receipts and checkpoints of runs (schema migration 8), by run and name.
+
+A receipt's ``name`` says what it proves and is unique per run (``decision/<sequence>``,
+``vote/<sequence>/<voter>``, ``checkpoint/<sequence>``): issuing one twice stores it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Column, Connection, DateTime, String, Table, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import SQLModel
+
+from wop_langgraph.store.run_tables import event_counters_table
+
+__all__ = [
+    "StoredReceipt",
+    "counted_last_sequence",
+    "insert_receipts",
+    "log_closed",
+    "read_receipts",
+    "receipt_names",
+    "receipts_table",
+]
+
+receipts_table = Table(
+    "wop_receipts",
+    SQLModel.metadata,
+    Column("run_id", String(300), primary_key=True),
+    Column("name", String(400), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("sequence", BigInteger, nullable=False),
+    Column("kid", String(128), nullable=False),
+    Column("envelope", JSON().with_variant(JSONB(), "postgresql"), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredReceipt:
+    """A receipt as stored: ``envelope`` is the DSSE envelope (JSON)."""
+
+    run_id: str
+    name: str
+    kind: str
+    sequence: int
+    kid: str
+    envelope: dict[str, Any]
+    created_at: datetime
+
+
+def insert_receipts(conn: Connection, receipts: Sequence[StoredReceipt]) -> None:
+    """Store ``receipts`` in ``conn``'s transaction; one already stored under its name is kept."""
+    if not receipts:
+        return
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    rows = [
+        {
+            "run_id": r.run_id,
+            "name": r.name,
+            "kind": r.kind,
+            "sequence": r.sequence,
+            "kid": r.kid,
+            "envelope": r.envelope,
+            "created_at": r.created_at,
+        }
+        for r in receipts
+    ]
+    conn.execute(dialect.insert(receipts_table).on_conflict_do_nothing(), rows)
+
+
+def read_receipts(conn: Connection, run_id: str) -> list[StoredReceipt]:
+    """The receipts of ``run_id``, in sequence order (then by name)."""
+    t = receipts_table
+    query = select(t).where(t.c.run_id == run_id).order_by(t.c.sequence, t.c.name)
+    return [
+        StoredReceipt(r.run_id, r.name, r.kind, r.sequence, r.kid, r.envelope, r.created_at)
+        for r in conn.execute(query)
+    ]
+
+
+def receipt_names(conn: Connection, run_id: str) -> set[str]:
+    """The names of the receipts ``run_id`` has."""
+    t = receipts_table
+    return set(conn.execute(select(t.c.name).where(t.c.run_id == run_id)).scalars())
+
+
+def log_closed(conn: Connection, run_id: str) -> bool:
+    """Whether ``run_id``'s event log is closed (its run ended)."""
+    counters = event_counters_table
+    return bool(conn.execute(select(counters.c.closed).where(counters.c.run_id == run_id)).scalar())
+
+
+def counted_last_sequence(conn: Connection, run_id: str) -> int:
+    """The last sequence ``run_id``'s counter has handed out (``-1``: none). Read from the
+    counter, not from the events, so a deleted last event is not taken for the log's end."""
+    counters = event_counters_table
+    found = conn.execute(select(counters.c.next_sequence).where(counters.c.run_id == run_id)).scalar()
+    return -1 if found is None else int(found) - 1

@@ -1,0 +1,186 @@
+"""The event hash chain as the store computes it, on SQLite and PostgreSQL: every append path
+chains, the value is what an independent recomputation from the re-read events gives (so a
+database's JSON round trip does not change it), and concurrent appenders never fork a chain."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine, insert, update
+
+from wop_langgraph.proof.chain import GENESIS, canonical, chain_next
+from wop_langgraph.proof.statements import digest_of_stored
+from wop_langgraph.store.engine import make_engine
+from wop_langgraph.store.events import NewEvent, append_event_once, append_events, read_events
+from wop_langgraph.store.migrations import upgrade
+from wop_langgraph.store.run_tables import event_counters_table, events_table
+
+NOW = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
+#: Values a JSON round trip could respell: JSONB reorders keys, writes 1e300 as digits, keeps
+#: 1.0 as 1.0; SQLite's JSON text keeps them as written.
+AWKWARD: list[Any] = [
+    {"b": 1, "a": 2, "é": "ü", "\u2028": "\x01\x1f", "emoji": "😀", "𝄞": 1, "\ue000": 2},
+    {"floats": [1.0, 0.1, 1e16, 1e300, 1e-7, -0.0, 5e-324, 123.456]},
+    {"ints": [2**53, 2**62, -(2**63), 2**63 - 1, -1, 0]},
+    {"nested": {"deep": [[[{"x": None, "y": True, "z": False}]]]}, "empty": {}, "list": []},
+]
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    made = make_engine(db_url)
+    upgrade(made)
+    yield made
+    made.dispose()
+
+
+def recomputed(engine: Engine, run_id: str) -> list[tuple[str | None, str]]:
+    with engine.connect() as conn:
+        events = read_events(conn, run_id)
+    assert [e.sequence for e in events] == list(range(len(events)))
+    head: str | None = None
+    pairs = []
+    for event in events:
+        head = chain_next(head, digest_of_stored(event))
+        pairs.append((event.chain_hash, head))
+    return pairs
+
+
+def assert_chained(engine: Engine, run_id: str) -> None:
+    pairs = recomputed(engine, run_id)
+    assert pairs and all(stored == expected for stored, expected in pairs), pairs
+
+
+@pytest.mark.parametrize("batch", [1, 3, 4, 5, 12])
+def test_every_batch_size_chains_as_recomputed_from_the_reread_events(engine: Engine, batch: int) -> None:
+    run_id = f"acme/chain-{uuid.uuid4().hex}"
+    appended = []
+    for round_ in range(3):
+        with engine.begin() as conn:
+            events = [NewEvent("log.appended", AWKWARD[(round_ + i) % len(AWKWARD)]) for i in range(batch)]
+            appended += append_events(conn, run_id, events, now=NOW + timedelta(seconds=round_))
+    assert_chained(engine, run_id)
+    assert [e.chain_hash for e in appended] == [stored for stored, _ in recomputed(engine, run_id)]
+
+
+def test_once_only_and_closing_appends_chain_too(engine: Engine) -> None:
+    run_id = f"acme/chain-{uuid.uuid4().hex}"
+    once = NewEvent("node.started", {"nodeId": "a"})
+    with engine.begin() as conn:
+        assert append_event_once(conn, run_id, once, now=NOW)
+        assert not append_event_once(conn, run_id, once, now=NOW)  # a replay: nothing chained
+        append_events(conn, run_id, [NewEvent("run.completed", {})], now=NOW, close=True)
+    assert_chained(engine, run_id)
+    assert len(recomputed(engine, run_id)) == 2
+
+
+def test_a_rolled_back_append_leaves_the_chain_where_it_was(engine: Engine) -> None:
+    run_id = f"acme/chain-{uuid.uuid4().hex}"
+    with engine.begin() as conn:
+        append_events(conn, run_id, [NewEvent("a", {})], now=NOW)
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        append_events(conn, run_id, [NewEvent("lost", {"x": 1})], now=NOW)
+        raise RuntimeError("roll back")
+    with engine.begin() as conn:
+        append_events(conn, run_id, [NewEvent("b", {})], now=NOW)
+    assert_chained(engine, run_id)
+    with engine.connect() as conn:
+        assert [e.type for e in read_events(conn, run_id)] == ["a", "b"]
+
+
+def test_concurrent_appenders_build_one_chain(engine: Engine) -> None:
+    run_id = f"acme/chain-{uuid.uuid4().hex}"
+    errors: list[BaseException] = []
+
+    def appender(worker: int) -> None:
+        try:
+            for i in range(15):
+                with engine.begin() as conn:
+                    batch = [NewEvent("w", {"w": worker, "i": i, "j": j}) for j in range(1 + i % 3)]
+                    append_events(conn, run_id, batch, now=NOW)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=appender, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert_chained(engine, run_id)
+
+
+def test_a_run_logged_before_the_chain_starts_its_chain_at_its_next_event(engine: Engine) -> None:
+    """An upgraded database: events and a counter row from before migration 7 have no chain."""
+    run_id = f"acme/chain-{uuid.uuid4().hex}"
+    with engine.begin() as conn:
+        conn.execute(insert(event_counters_table).values(run_id=run_id, next_sequence=2, closed=False))
+        for sequence in range(2):
+            conn.execute(
+                insert(events_table).values(
+                    run_id=run_id,
+                    sequence=sequence,
+                    event_id=uuid.uuid4().hex,
+                    type="old",
+                    payload={},
+                    timestamp=NOW,
+                    schema_version=1,
+                )
+            )
+    with engine.begin() as conn:
+        (new,) = append_events(conn, run_id, [NewEvent("new", {"x": 1})], now=NOW)
+    assert new.sequence == 2
+    assert new.chain_hash == chain_next(GENESIS, digest_of_stored(new))
+
+
+def test_large_numbers_canonicalise_to_one_form_whatever_the_round_trip() -> None:
+    assert canonical({"n": 2**62}) == b'{"n":4611686018427387904}'
+    assert canonical({"n": 10**300}) == canonical({"n": 1e300}) == b'{"n":1e+300}'
+    assert canonical({"n": 10**16}) == canonical({"n": 1e16})
+    assert canonical([1.0, 1]) == b"[1,1]"
+    for value in AWKWARD[:2] + AWKWARD[3:]:  # the fast path and rfc8785 agree (key order included)
+        assert canonical(value) == rfc8785.dumps(value)
+    with pytest.raises(TypeError):  # what JSON cannot carry
+        canonical({"n": float("nan")})
+
+
+def test_editing_a_chain_value_in_sql_does_not_change_what_the_next_append_chains_from(
+    engine: Engine, db_url: str
+) -> None:
+    """PostgreSQL chains from the counter row: a forged head is caught by the recomputation."""
+    run_id = f"acme/chain-{uuid.uuid4().hex}"
+    with engine.begin() as conn:
+        append_events(conn, run_id, [NewEvent("a", {})], now=NOW)
+        conn.execute(update(events_table).where(events_table.c.run_id == run_id).values(chain_hash="f" * 64))
+        append_events(conn, run_id, [NewEvent("b", {})], now=NOW)
+    pairs = recomputed(engine, run_id)
+    assert pairs[0][0] != pairs[0][1]  # the forged value is found where it was written
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_JSON)
+def test_the_fast_canonical_form_is_rfc8785(value: Any) -> None:
+    try:
+        expected = rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError:  # lone surrogates: not JSON text
+        return
+    assert canonical(value) == expected
