@@ -12,6 +12,7 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,7 +21,16 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from wop_langgraph.protocol.errors import InterruptExpired, InterruptTokenInvalid
-from wop_langgraph.tokens import MAX_TOKEN_LENGTH, MintedToken, SigningKeys, TokenClaims, mint, verify
+from wop_langgraph.tokens import (
+    MAX_TOKEN_LENGTH,
+    MintedToken,
+    SigningKeys,
+    TokenClaims,
+    _verify_in_full,
+    mint,
+    verify,
+    verify_signed,
+)
 
 NOW = datetime(2026, 3, 1, 9, 0, 0, tzinfo=UTC)
 SECRET_K2 = "fuzz-secret-k2-0123456789abcdef"
@@ -327,3 +337,42 @@ def test_canonical_and_loose_json_of_a_signed_payload_have_one_outcome(body: dic
     assert judged(signed(SECRET_K2, "ow2.hs256.k2", canonical)) == judged(
         signed(SECRET_K2, "ow2.hs256.k2", loose)
     )
+
+
+# --- verify's fast path and its step-by-step path agree ---------------------------------------
+
+
+def by_both_paths(token: str) -> tuple[object, object]:
+    """What ``verify_signed`` (fast path first) and ``_verify_in_full`` (step by step) make of it."""
+
+    def judge(check: Callable[[SigningKeys, str], TokenClaims]) -> object:
+        try:
+            return check(KEYS, token)
+        except InterruptTokenInvalid as error:
+            return ("invalid", error.details)
+
+    return judge(verify_signed), judge(_verify_in_full)
+
+
+@FUZZ
+@given(
+    original=real_tokens(),
+    position=st.integers(min_value=0, max_value=10_000),
+    cut=st.integers(min_value=0, max_value=4),
+    # Runs of characters outside the alphabet too: a lenient decoder would skip them.
+    text=st.text(EDIT_CHARS, max_size=6) | st.text(EDIT_CHARS[len(B64URL) :], min_size=1, max_size=8),
+    resign=st.booleans(),
+)
+def test_the_fast_path_and_the_full_path_agree(
+    original: MintedToken, position: int, cut: int, text: str, resign: bool
+) -> None:
+    """Any edit of a real token, re-signed with the key or not: same claims or same refusal."""
+    _, _, kid, payload, _ = original.token.split(".")
+    if resign:  # the edit is made to the payload and signed, so only the payload's form is wrong
+        where = position % (len(payload) + 1)
+        token = signed(SECRET_K2, f"ow2.hs256.{kid}", payload[:where] + text + payload[where + cut :])
+    else:
+        where = position % (len(original.token) + 1)
+        token = original.token[:where] + text + original.token[where + cut :]
+    fast, full = by_both_paths(token)
+    assert fast == full

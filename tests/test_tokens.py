@@ -332,6 +332,30 @@ def test_a_correctly_signed_but_malformed_payload_is_invalid(payload: str) -> No
     assert refusal(sign(SECRET_NEW, "k2", payload)).details == {"reason": "payload"}
 
 
+_GOOD = minted().token.split(".")[3]  # mint()'s form, read by verify's fast path
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        _GOOD + "=" * (4 - len(_GOOD) % 4),  # padded
+        _GOOD.replace(_GOOD[5], "+", 1),
+        _GOOD.replace(_GOOD[5], "/", 1),
+        _GOOD + "A" * ((1 - len(_GOOD)) % 4),  # 4n+1 characters
+        _GOOD[:8] + "\u00e9" + _GOOD[9:],
+        # Four characters a lenient base64 decoder skips: what is left is a genuine payload.
+        _GOOD[:8] + "...." + _GOOD[8:],
+        _GOOD[:8] + "++//" + _GOOD[8:],
+        _GOOD[:8] + "====" + _GOOD[8:],
+        _GOOD[:8] + " \n\t!" + _GOOD[8:],
+    ],
+)
+def test_a_correctly_signed_token_outside_the_grammar_is_refused_as_such(payload: str) -> None:
+    """The MAC matches (the key holder signed it), but the payload is not unpadded base64url."""
+    assert verify(KEYS, sign(SECRET_NEW, "k2", _GOOD), now=NOW).run_id == "acme/run-1"
+    assert refusal(sign(SECRET_NEW, "k2", payload)).details == {"reason": "grammar"}
+
+
 def test_a_hand_signed_payload_verifies() -> None:
     """The independent signer agrees with verify, so the format is what the design says."""
     claims = verify(KEYS, sign(SECRET_OLD, "k1", payload_of(good_body(intent="inspect"))), now=NOW)
@@ -576,3 +600,19 @@ def test_a_remembered_payload_still_needs_its_mac_kid_and_expiry() -> None:
         verify(KEYS, token, now=NOW + timedelta(minutes=5))
     same_secret_other_kid = SigningKeys({"k9": SECRET_NEW})
     assert refusal(token, keys=same_secret_other_kid).details["reason"] == "kid"
+
+
+def test_a_remembered_payload_is_claimed_by_the_kid_that_signed_it_this_time() -> None:
+    token = minted().token
+    assert verify(KEYS, token, now=NOW).kid == "k2"  # remembered with k2
+    same_payload_under_k1 = sign(SECRET_OLD, "k1", token.split(".")[3])
+    assert verify(KEYS, same_payload_under_k1, now=NOW).kid == "k1"
+    assert verify(KEYS, token, now=NOW).kid == "k2"
+
+
+def test_a_payload_in_another_form_than_mints_verifies_every_time() -> None:
+    """Loose JSON is never remembered in mint()'s place, and gives the same claims each time."""
+    loose = sign(SECRET_NEW, "k2", b64(json.dumps(good_body(), indent=2).encode()))
+    first = verify(KEYS, loose, now=NOW)
+    assert verify(KEYS, loose, now=NOW) == first
+    assert first.run_id == "acme/run-1" and first.nonce == NONCE

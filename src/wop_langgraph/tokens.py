@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import hashlib
 import hmac
 import json
@@ -62,7 +61,10 @@ _MAC_LENGTH: Final = 43  # base64url of 32 bytes, without padding
 # which only run to name what a refused token got wrong.
 _TOKEN = re.compile(r"ow2\.hs256\.([A-Za-z0-9_~-]{1,128})\.([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]{43}")
 _TO_URLSAFE: Final = bytes.maketrans(b"+/", b"-_")
-_FROM_URLSAFE: Final = bytes.maketrans(b"-_", b"+/")
+# base64url to base64 for binascii; the characters base64 has and base64url lacks become one it
+# refuses, so a strict decoding also checks a payload's alphabet.
+_FROM_URLSAFE: Final = bytes.maketrans(b"-_+/=", b"+/!!!")
+_PADDING: Final = (b"", b"", b"==", b"=")  # by length % 4; 4n+1 characters cannot be decoded
 _EXPIRES_AT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z", re.ASCII)
 _PAYLOAD_MEMBERS: Final = frozenset({"runId", "nodeId", "interruptId", "expiresAt", "intent", "nonce"})
 _ALL_MEMBERS: Final = _PAYLOAD_MEMBERS | {"approver"}
@@ -74,11 +76,11 @@ _APPROVER = re.compile(r"[^\s/\x00-\x1f\x7f-\x9f\ud800-\udfff]{1,256}")
 _INTENTS: Final = frozenset(get_args(Intent))
 # The payload exactly as mint() writes it: members sorted, no whitespace, strings without escapes
 # (their text is then their value). Each group repeats the check its member gets when parsed as
-# JSON (_decode_json_payload), so both ways accept the same payloads; the approver's grammar is
-# checked on its own (it needs Unicode whitespace).
+# JSON (_decode_json_payload), so both ways accept the same payloads: a JSON string without
+# escapes, and for the approver also _APPROVER's grammar.
 _STRING: Final = r'[^"\\\x00-\x1f]'
 _CANONICAL = re.compile(
-    rf'\{{(?:"approver":"({_STRING}*)",)?'
+    r'\{(?:"approver":"([^"\\\s/\x00-\x1f\x7f-\x9f\ud800-\udfff]{1,256})",)?'
     r'"expiresAt":"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z)",'
     r'"intent":"(resolve|inspect)",'
     rf'"interruptId":"({_STRING}{{1,{MAX_INTERRUPT_ID_LENGTH}}})",'
@@ -220,6 +222,9 @@ class TokenClaims(NamedTuple):
     approver: str | None = None
 
 
+_new_claims: Final = tuple.__new__
+
+
 @dataclass(frozen=True, slots=True)
 class MintedToken:
     """A freshly signed token with its expiry and claims (the token is a bearer credential: not in repr)."""
@@ -347,6 +352,59 @@ def verify_signed(keys: SigningKeys, token: str) -> TokenClaims:
     """
     if len(token) > MAX_TOKEN_LENGTH:  # first, in O(1): nothing of an oversized token is read
         raise _invalid("too_long", f"the token is longer than {MAX_TOKEN_LENGTH} characters")
+    # A token as mint() writes it is checked without the grammar's pattern, which costs as much
+    # as the MAC: the prefix; a configured kid (so one in the kid grammar, without '.') up to the
+    # first '.'; a non-empty payload; '.' and 43 characters that equal the expected MAC's text
+    # (base64url, so the mac segment is). The payload's alphabet and length are checked by
+    # decoding it strictly (_canonical_claims), after the MAC. Anything else, and every refusal
+    # but a wrong MAC, goes through _verify_in_full, which checks step by step and names what
+    # failed; the outcome is the same either way.
+    kid_end = token.find(".", _KID_START)
+    if kid_end > 0 and token.startswith(_SIGNED_PREFIX) and token.isascii():
+        kid = token[_KID_START:kid_end]
+        pads = keys._pads.get(kid)
+        if pads is not None and kid_end < len(token) - _MAC_LENGTH - 2 and token[_MAC_DOT] == ".":
+            text = token.encode("ascii")
+            # The encoded texts are compared, not the decoded bytes: base64 ignores the low bits
+            # of the last character, so comparing bytes would let a tampered mac character through.
+            if hmac.compare_digest(_mac(pads, text[:_MAC_DOT]), text[_MAC_DOT + 1 :]):
+                payload = text[kid_end + 1 : _MAC_DOT]
+                claims = _VERIFIED.get(payload)
+                if claims is not None and claims.kid == kid:
+                    return claims
+                claims = _canonical_claims(payload, kid)
+                if claims is not None:
+                    if len(_VERIFIED) >= _VERIFIED_SIZE:
+                        _VERIFIED.clear()  # an LRU's bookkeeping would cost every new token more
+                    _VERIFIED[payload] = claims
+                    return claims
+            else:
+                grammar = _TOKEN.fullmatch(token)
+                if grammar is not None and (grammar.end(2) - grammar.start(2)) % 4 != 1:
+                    raise _invalid("mac", "the token's mac does not match")
+    return _verify_in_full(keys, token)
+
+
+_SIGNED_PREFIX: Final = f"{_PREFIX}{_ALG}."
+_KID_START: Final = len(_SIGNED_PREFIX)
+_MAC_DOT: Final = -_MAC_LENGTH - 1  # where the '.' before the mac is
+# The claims of recent payloads in mint()'s form whose MAC verified, by the payload's bytes: a
+# link opened again and again, or a flood of requests carrying one valid token, decodes its
+# payload once; the grammar, kid and MAC are still checked on every call, and expiry and intent
+# by the callers. Only payloads this host signed get here, so nobody without a signing key can
+# fill it; claims are immutable (safe to share). Small, because a bigger one made every token
+# seen for the first time slower (its entries fall out of the CPU caches); each dict operation
+# is atomic under the GIL, and a lost entry only costs a decode.
+_VERIFIED: Final[dict[bytes, TokenClaims]] = {}
+_VERIFIED_SIZE: Final = 128
+
+
+def _verify_in_full(keys: SigningKeys, token: str) -> TokenClaims:
+    """:func:`verify_signed` step by step, naming the first check that fails, in grammar order.
+
+    Takes every token the fast path leaves: all refusals but a wrong MAC, and payloads in
+    another form than mint()'s (JSON another implementation may write).
+    """
     grammar = _TOKEN.fullmatch(token)
     if grammar is None:
         raise _grammar_refusal(token)
@@ -357,27 +415,10 @@ def verify_signed(keys: SigningKeys, token: str) -> TokenClaims:
     pads = keys._pads.get(kid)
     if pads is None:
         raise _invalid("kid", "the token's kid is not a configured signing key")
-    # The encoded texts are compared, not the decoded bytes: base64 ignores the low bits of the
-    # last character, so comparing bytes would let a tampered mac character through.
     text = token.encode("ascii")  # the grammar admits ASCII only
-    expected = _mac(pads, text[: -_MAC_LENGTH - 1])
-    if not hmac.compare_digest(expected, text[-_MAC_LENGTH:]):
+    if not hmac.compare_digest(_mac(pads, text[:_MAC_DOT]), text[_MAC_DOT + 1 :]):
         raise _invalid("mac", "the token's mac does not match")
-
-    return _verified_claims(text[start:end], kid)
-
-
-@functools.lru_cache(maxsize=4096)
-def _verified_claims(payload: bytes, kid: str) -> TokenClaims:
-    """:func:`_decode_payload` of a payload whose MAC just verified, remembered by its bytes.
-
-    A link opened again and again, or a flood of requests carrying one valid token, decodes
-    and checks its payload once; the grammar, kid and MAC are still checked on every call, and
-    expiry and intent by the callers. Only payloads this host signed get here, so nobody
-    without a signing key can fill the cache, and claims are immutable (safe to share). A
-    removed kid fails the MAC check before the cache is asked.
-    """
-    return _decode_payload(payload, kid)
+    return _decode_payload(text[start:end], kid)
 
 
 def _grammar_refusal(token: str) -> InterruptTokenInvalid:
@@ -428,22 +469,43 @@ def require_intent(claims: TokenClaims, intent: Intent) -> None:
 def _decode_payload(payload: bytes, kid: str) -> TokenClaims:
     """The claims of a payload (unpadded base64url, checked by the grammar) whose MAC verified.
 
-    A payload in the canonical form :func:`mint` writes is read by one pattern that checks every
-    member as it matches (no duplicates are possible in it); any other JSON is parsed and
-    checked member by member, with the same outcome.
+    A payload in the canonical form :func:`mint` writes is read by :func:`_canonical_claims`;
+    any other JSON is parsed and checked member by member, with the same outcome.
+    """
+    claims = _canonical_claims(payload, kid)
+    if claims is not None:
+        return claims
+    try:
+        text = _b64decode(payload).decode()
+    except ValueError as exc:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        raise _invalid("payload", "the token's payload is not base64url-encoded JSON") from exc
+    return _decode_json_payload(text, kid)
+
+
+def _canonical_claims(payload: bytes, kid: str) -> TokenClaims | None:
+    """The claims of a payload whose MAC verified if it is in mint()'s form, else ``None``.
+
+    One pattern reads and checks every member (no duplicates are possible in it). ``None``
+    (not unpadded base64url, not UTF-8, another form, an impossible date) leaves the payload to
+    :func:`_decode_json_payload`, which accepts and refuses what this accepts and refuses.
     """
     try:
-        text = binascii.a2b_base64(payload.translate(_FROM_URLSAFE) + b"=" * (-len(payload) % 4)).decode()
-    except (binascii.Error, ValueError) as exc:
-        raise _invalid("payload", "the token's payload is not base64url-encoded JSON") from exc
-    canonical = _CANONICAL.fullmatch(text)
-    if canonical is None:
-        return _decode_json_payload(text, kid)
-    approver, expires_text, intent, interrupt_id, node_id, nonce, run_id = canonical.groups()
-    if approver is not None and not _APPROVER.fullmatch(approver):
-        raise _invalid("payload", "the token's payload members have the wrong types or values")
-    expires_at = _expires_at(expires_text)
-    return TokenClaims(run_id, node_id, interrupt_id, expires_at, cast(Intent, intent), kid, nonce, approver)
+        canonical = _CANONICAL.fullmatch(_b64decode(payload).decode())
+        if canonical is None:
+            return None
+        approver, expires_text, intent, interrupt_id, node_id, nonce, run_id = canonical.groups()
+        expires_at = datetime.fromisoformat(expires_text)  # 3.11 reads the trailing Z as UTC
+    except ValueError:  # binascii.Error, UnicodeDecodeError, or a date such as month 13
+        return None
+    # tuple.__new__ skips the named tuple's Python-level __new__ (a frame per token).
+    return _new_claims(TokenClaims, (run_id, node_id, interrupt_id, expires_at, intent, kid, nonce, approver))
+
+
+def _b64decode(payload: bytes) -> bytes:
+    """Unpadded base64url, strictly: any other character, or a length of 4n+1, raises binascii.Error."""
+    return binascii.a2b_base64(
+        payload.translate(_FROM_URLSAFE) + _PADDING[len(payload) % 4], strict_mode=True
+    )
 
 
 def _decode_json_payload(text: str, kid: str) -> TokenClaims:

@@ -9,6 +9,7 @@ the timer did by itself.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -164,3 +165,29 @@ def test_a_closed_store_ends_the_timer(db_url: str) -> None:
     while host._deadlines.running:
         assert time.monotonic() < deadline, "the timer outlived its store"
         time.sleep(0.05)
+
+
+def test_closing_the_store_waits_for_the_timers_read_and_leaves_no_connection_open(db_url: str) -> None:
+    """The store closed while the timer reads: the read finishes first, and nothing it opened
+    outlives the engine (before, the read opened a connection in the disposed engine's new pool,
+    which was garbage-collected open)."""
+    host = WopHost.from_url(db_url)
+    reading, go_on = threading.Event(), threading.Event()
+    next_deadline = host._deadlines._next_deadline
+
+    def held_read() -> datetime | None:
+        reading.set()
+        go_on.wait(SLACK_SECONDS)
+        return next_deadline()
+
+    host._deadlines._next_deadline = held_read  # type: ignore[method-assign]
+    host._deadlines.poke()
+    assert reading.wait(SLACK_SECONDS)
+    releaser = threading.Timer(0.3, go_on.set)  # the read goes on while close() is under way
+    releaser.start()
+    host.saver.close()
+    waited = go_on.is_set()
+    releaser.join()
+    assert waited, "close() returned while the timer was still reading"
+    assert not host._deadlines.running
+    assert host.engine.pool.checkedin() == 0 and host.engine.pool.checkedout() == 0

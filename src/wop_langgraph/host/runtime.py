@@ -162,6 +162,9 @@ class WopHost:
             closed=lambda: saver.closed,
         )
         recorder.on_requested.append(lambda _conn, record: self._deadlines.consider(record.deadline))
+        # Closing the store closes this host first: its timer's read (or a worker's pass) then
+        # finishes on the open store instead of opening a connection after the engine is gone.
+        saver.on_close.append(self.close)
         self._deadlines.start()
 
     @classmethod
@@ -234,7 +237,8 @@ class WopHost:
         return self._pool
 
     def close(self, timeout: float = 30.0) -> None:
-        """Stop the deadline timer and this process's workers (the store stays open)."""
+        """Stop the deadline timer and this process's workers (the store stays open; closing
+        the store calls this first)."""
         self._deadlines.stop(timeout)
         self.stop_workers(timeout)
 

@@ -129,6 +129,10 @@ class SaverBase(BaseCheckpointSaver[str]):
         self._db = Database(engine)
         self._owns_engine = False
         self._closed = False
+        #: Called by :meth:`close` first, while the store still works: a host over this store
+        #: stops its deadline timer and workers there, so no thread of it opens a connection
+        #: after the engine is disposed (one would be left open in the engine's new pool).
+        self.on_close: list[Callable[[], None]] = []
 
     @classmethod
     def from_url(
@@ -170,12 +174,17 @@ class SaverBase(BaseCheckpointSaver[str]):
         return self._closed
 
     def close(self) -> None:
-        """Refuse further use; dispose of the engine if :meth:`from_url` created it."""
-        self._closed = True
-        self._db.close()
-        if self._owns_engine:
-            release_signals(self.engine)  # its event listener (PostgreSQL) stops with it
-            self.engine.dispose()
+        """Run the :attr:`on_close` callbacks, then refuse further use; dispose of the engine if
+        :meth:`from_url` created it."""
+        try:
+            for callback in self.on_close:
+                callback()
+        finally:
+            self._closed = True
+            self._db.close()
+            if self._owns_engine:
+                release_signals(self.engine)  # its event listener (PostgreSQL) stops with it
+                self.engine.dispose()
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         """The version after ``current``: ``"<32-digit counter>.<16-digit random>"``.
