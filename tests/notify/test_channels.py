@@ -8,16 +8,21 @@ same rules as email. The email beside it goes to a real SMTP server on loopback.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.notify.conftest import Clock, Smtp
+from tests.notify.conftest import Clock, Smtp, wait_until
 from tests.notify.graphs import gate_graph
+from tests.notify.pager import Pager
+from tests.server.conftest import ALICE, READER
+from tests.server.process import served
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.notify import (
     Channel,
@@ -31,29 +36,12 @@ from wop_langgraph.notify import (
     SendError,
     SmtpSettings,
 )
+from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.tokens import SigningKeys, verify
 
 KEYS = SigningKeys({"k1": "notify-secret-0123456789abcdef"})
 OWNER = Principal(tenant="acme", subject_id="owner")
 LINK = re.compile(r"https://wop\.example\.test/interrupts/(ow2\.[A-Za-z0-9._~-]+)")
-
-
-@dataclass
-class Pager:
-    """A channel for ``pager:<id>`` addresses that remembers what it sent (or fails as told)."""
-
-    prefix: str = "pager:"
-    name: str = "pager"
-    sent: list[tuple[str, Message]] = field(default_factory=list)
-    failures: list[BaseException] = field(default_factory=list)
-
-    def accepts(self, address: str) -> bool:
-        return address.startswith(self.prefix)
-
-    def send(self, address: str, message: Message) -> None:
-        if self.failures:
-            raise self.failures.pop(0)
-        self.sent.append((address, message))
 
 
 @pytest.fixture
@@ -180,3 +168,35 @@ def test_the_directory_reads_other_addresses_and_refuses_bad_ones() -> None:
     assert contact is not None and contact.addresses == ["mailto:a@example.test", "pager:a"]
     with pytest.raises(ValueError, match="other of 'alice' must be a string or a list of strings"):
         Directory.from_mapping({"alice": {"other": [7]}})
+
+
+@pytest.mark.slow  # a server process
+def test_a_served_channel_named_by_the_environment_carries_a_link_that_answers(
+    tmp_path: Path, smtp: Smtp
+) -> None:
+    pages = tmp_path / "pages.jsonl"
+    env = {
+        "WOP_NOTIFY_DIRECTORY": json.dumps({"alice": {"other": ["pager:alice-7"]}}),
+        "WOP_NOTIFY_CHANNELS": "tests.notify.pager:FilePager",
+        "WOP_TEST_PAGER_FILE": str(pages),
+        "WOP_NOTIFY_POLL_SECONDS": "0.2",
+    }
+    with served(
+        f"sqlite:///{tmp_path / 'wop.db'}", target="tests.notify.graphs:WORKFLOWS", extra_env=env
+    ) as base:
+        created = httpx.post(f"{base}/runs", json={"workflowId": "release"}, headers=ALICE, timeout=60)
+        assert created.status_code == 201, created.text
+        run_id = str(created.json()["runId"])
+        wait_until(lambda: pages.exists() and pages.read_text(), "a page")
+        (page,) = [json.loads(line) for line in pages.read_text().splitlines()]
+        assert page["address"] == "pager:alice-7" and "Ship release 7?" in page["subject"]
+        assert page["link"].startswith(f"{base}/interrupts/") and page["link"] in page["text"]
+        answered = httpx.post(page["link"], json={"resumeValue": {"action": "accept"}}, timeout=30)
+        assert answered.status_code == 200, answered.text
+
+        def status() -> str:
+            response = httpx.get(f"{base}/runs/{project_id(run_id)}", headers=READER, timeout=30)
+            return str(response.json()["status"])
+
+        wait_until(lambda: status() == "completed", "the run to complete")
+    assert smtp.mailbox.messages == []  # no SMTP configured, and nothing was an email
