@@ -33,6 +33,8 @@ class Channel(Protocol):
     ``send`` is called on the delivery thread, one address at a time, at least once per
     notification (a worker that dies mid-send is retried after its lease): make it idempotent
     where the receiver allows. Any exception other than :class:`SendError` counts as transient.
+    The error's message is kept in the notification's ``last_error``: leave secrets out of it
+    (dead letters show addresses only as scheme and host).
     """
 
     @property
