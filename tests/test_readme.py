@@ -42,6 +42,7 @@ PYTHON_EXAMPLES = {
     "functional.py",
     "approval_policy.py",
     "receipts.py",
+    "notify_channel.py",
     "langgraph_sdk_client.py",  # tests/server/langgraph_api/test_readme_sdk.py
 }
 
@@ -257,6 +258,11 @@ def test_an_approval_policy_given_at_registration(tmp_path: Path) -> None:
 def test_receipts_example_verifies_offline(tmp_path: Path) -> None:
     out = run_example(python_example("receipts.py"), tmp_path)
     assert out == ["True 1 True", "True"]
+
+
+def test_a_notification_channel_of_ones_own(tmp_path: Path) -> None:
+    out = run_example(python_example("notify_channel.py"), tmp_path)
+    assert out == ["#releases: [release] Your input is requested: Ship release 7?", "['sent']"]
 
 
 @pytest.mark.postgres

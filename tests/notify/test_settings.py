@@ -41,6 +41,20 @@ def test_settings_build_channels_links_and_policy(tmp_path: Path) -> None:
     assert notifier.templates.subject == "Decide: $title"
 
 
+def test_settings_register_channels_of_ones_own_before_the_built_in_ones() -> None:
+    settings = make_settings(
+        "sqlite://",
+        notify_directory='{"alice": {"other": ["pager:alice"]}}',
+        notify_channels="tests.notify.pager:Pager, tests.notify.pager:Pager",
+    )
+    notifier = notifier_from_settings(settings)
+    assert notifier is not None
+    assert [c.name for c in notifier.channels] == ["pager", "pager", "email", "apprise"]
+    first = next(iter(notifier.channels))
+    assert notifier.channels.route("pager:alice") is first  # a class was named: each got its instance
+    assert notifier.channels.route("ntfy://ntfy.sh/a") is notifier.apprise
+
+
 @pytest.mark.parametrize(
     ("values", "words"),
     [
@@ -49,6 +63,14 @@ def test_settings_build_channels_links_and_policy(tmp_path: Path) -> None:
         ({"notify_directory": "/nonexistent/directory.json"}, "No such file"),
         ({"notify_directory": "{}", "notify_reminders": "1.5"}, "strictly between 0 and 1"),
         ({"notify_directory": "{}", "notify_templates": "/nonexistent"}, "is not a directory"),
+        ({"notify_directory": "{}", "notify_channels": "tests.notify.pager"}, "expected MODULE:ATTR"),
+        ({"notify_directory": "{}", "notify_channels": "tests.notify.nowhere:Pager"}, "no module named"),
+        ({"notify_directory": "{}", "notify_channels": "tests.notify.pager:Pagr"}, "has no attribute 'Pagr'"),
+        (
+            {"notify_directory": "{}", "notify_channels": "tests.notify.pager:NOT_A_CHANNEL"},
+            "is not a channel",
+        ),
+        ({"notify_directory": "{}", "notify_channels": "tests.notify.pager:FilePager"}, "KeyError"),
     ],
 )
 def test_bad_settings_are_refused_with_a_reason(values: dict[str, str], words: str) -> None:

@@ -1,17 +1,22 @@
-"""Channels: email over SMTP (stdlib) and chat/push through Apprise URLs.
+"""The built-in channels: email over SMTP (stdlib) and chat/push through Apprise URLs.
 
-A send either returns or raises :class:`SendError`, whose ``permanent`` flag says whether a
-retry could help. Generic webhook URLs (Apprise's ``json://``, ``xml://``, ``form://`` and their
-``s`` variants) go to an address the operator's directory names: their host is resolved and
-every address passes the egress guard that callbacks pass (a loopback receiver only with a
-test-only :class:`~wop_langgraph.protocol.egress.AllowList`). Named services (Slack, Teams,
-ntfy, ...) are sent to the service's own endpoint by Apprise. Redirects are never followed.
-The guard checks the addresses once; Apprise resolves the name again when it connects (unlike
+Both follow the :class:`~wop_langgraph.notify.channel.Channel` protocol: a send either returns
+or raises :class:`SendError`, whose ``permanent`` flag says whether a retry could help.
+:class:`EmailChannel` takes ``mailto:`` addresses; :class:`AppriseChannel` takes any
+``scheme://`` URL, so it comes last (:func:`builtin_channels`).
+
+Generic webhook URLs (Apprise's ``json://``, ``xml://``, ``form://`` and their ``s`` variants)
+go to an address the operator's directory names: their host is resolved and every address
+passes the egress guard that callbacks pass (a loopback receiver only with a test-only
+:class:`~wop_langgraph.protocol.egress.AllowList`). Named services (Slack, Teams, ntfy, ...)
+are sent to the service's own endpoint by Apprise. Redirects are never followed. The guard
+checks the addresses once; Apprise resolves the name again when it connects (unlike
 callbacks, which connect to the checked address).
 """
 
 from __future__ import annotations
 
+import re
 import smtplib
 import socket
 import ssl
@@ -20,37 +25,19 @@ from email.message import EmailMessage
 from email.utils import make_msgid
 from urllib.parse import urlsplit
 
+from wop_langgraph.notify.channel import Channel, SendError, port_of, redact
 from wop_langgraph.notify.message import Message
 from wop_langgraph.protocol.egress import AllowList, check_resolved_addresses
 from wop_langgraph.protocol.errors import WopError
 
-__all__ = ["AppriseChannel", "EmailChannel", "SendError", "SmtpSettings", "redact"]
+__all__ = ["AppriseChannel", "EmailChannel", "SendError", "SmtpSettings", "builtin_channels", "redact"]
 
 #: Apprise schemes that post to an arbitrary host -> whether they use TLS.
 _WEBHOOK_SCHEMES = {"json": False, "jsons": True, "xml": False, "xmls": True, "form": False, "forms": True}
 
 
-class SendError(Exception):
-    """A failed send; ``permanent`` when retrying cannot help (refused address, bad URL)."""
-
-    def __init__(self, message: str, *, permanent: bool = False) -> None:
-        super().__init__(message)
-        self.permanent = permanent
-
-
-def redact(address: str) -> str:
-    """An address fit for logs and dead letters: the scheme and host only (URLs carry secrets)."""
-    if address.startswith("mailto:"):
-        return address
-    parts = urlsplit(address)
-    return f"{parts.scheme}://{parts.hostname or '…'}" + (f":{parts.port}" if _port(parts) else "")
-
-
-def _port(parts: object) -> int | None:
-    try:
-        return parts.port  # type: ignore[attr-defined, no-any-return]
-    except ValueError:
-        return None
+#: ``scheme://``: the shape of every Apprise URL.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 @dataclass(frozen=True)
@@ -68,17 +55,24 @@ class SmtpSettings:
 
 
 class EmailChannel:
-    """Sends HTML email with a plain-text part through one SMTP server."""
+    """Sends HTML email with a plain-text part through one SMTP server (``mailto:`` addresses)."""
+
+    name = "email"
 
     def __init__(self, settings: SmtpSettings) -> None:
         self.settings = settings
 
-    def send(self, to: str, message: Message) -> None:
-        """Send ``message`` to ``to``.
+    def accepts(self, address: str) -> bool:
+        """``mailto:`` addresses."""
+        return address.startswith("mailto:")
+
+    def send(self, address: str, message: Message) -> None:
+        """Send ``message`` to ``address`` (``mailto:alice@example.com`` or the bare address).
 
         Raises:
             SendError: the server refused the recipient (permanent) or could not be reached.
         """
+        to = address.removeprefix("mailto:")
         mail = EmailMessage()
         mail["Subject"] = message.subject
         mail["From"] = self.settings.sender
@@ -121,9 +115,15 @@ def _text(value: bytes | str) -> str:
 class AppriseChannel:
     """Sends through an Apprise URL (one URL per send), after the egress guard for webhooks."""
 
+    name = "apprise"
+
     def __init__(self, *, allow: AllowList | None = None, timeout: float = 10.0) -> None:
         self.allow = allow
         self.timeout = timeout
+
+    def accepts(self, address: str) -> bool:
+        """Any ``scheme://`` URL (one Apprise does not know fails permanently at send)."""
+        return _URL.match(address) is not None
 
     def check(self, url: str) -> None:
         """Refuse a webhook URL whose host resolves to an address callbacks may not reach.
@@ -137,7 +137,7 @@ class AppriseChannel:
             return
         host = parts.hostname or ""
         secure = _WEBHOOK_SCHEMES[scheme]
-        port = _port(parts) or (443 if secure else 80)
+        port = port_of(parts) or (443 if secure else 80)
         if not secure and (self.allow is None or port not in self.allow.loopback_http_ports):
             # Callbacks must be https; so must webhooks (jsons://, xmls://, forms://).
             raise SendError("refused by the egress guard (not_https: use the TLS scheme)", permanent=True)
@@ -177,3 +177,20 @@ class AppriseChannel:
         if not ok:
             detail = " ".join(str(captured).split())[-300:] or "no detail"
             raise SendError(f"Apprise could not deliver: {detail}")
+
+
+class _NoSmtp:
+    """Takes ``mailto:`` addresses when no SMTP server is configured, to say so in the dead letter."""
+
+    name = "email"
+
+    def accepts(self, address: str) -> bool:
+        return address.startswith("mailto:")
+
+    def send(self, address: str, message: Message) -> None:
+        raise SendError("no SMTP server is configured for email", permanent=True)
+
+
+def builtin_channels(email: EmailChannel | None, apprise: AppriseChannel) -> list[Channel]:
+    """Email (or, without SMTP, a channel that dead-letters ``mailto:`` with the reason), then Apprise."""
+    return [email if email is not None else _NoSmtp(), apprise]

@@ -6,6 +6,8 @@ reached its deadline undecided (timed out, or pending past its deadline before t
 it carries no link, since the gate is rejected and nothing can grant it any more. A failed send
 is retried with exponential backoff until the policy's attempts are spent, then it is ``dead``
 with the error recorded. Addresses that already accepted the message are not sent to again.
+Each address goes to the first of the settings' :class:`~wop_langgraph.notify.channel.Channels`
+that accepts it; an address none accepts is a permanent failure.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from wop_langgraph._clock import as_utc
-from wop_langgraph.notify.channels import AppriseChannel, EmailChannel, SendError, redact
+from wop_langgraph.notify.channel import Channels, SendError, redact
 from wop_langgraph.notify.links import LinkSigner
 from wop_langgraph.notify.message import Message, build_message
 from wop_langgraph.notify.policy import NotifyPolicy
@@ -40,8 +42,7 @@ class DispatchSettings:
     clock: Callable[[], datetime]
     policy: NotifyPolicy
     templates: Templates
-    email: EmailChannel | None
-    apprise: AppriseChannel
+    channels: Channels
     links: LinkSigner | None
     ref_kinds: Collection[str]
     membership: MembershipResolver | None
@@ -89,11 +90,15 @@ class Dispatcher:
             if address in done:
                 continue
             try:
-                self._send(address, message)
+                self.s.channels.send(address, message)
                 done.append(address)
             except SendError as exc:
                 errors.append(f"{redact(address)}: {exc}")
                 permanent = permanent and exc.permanent
+            except Exception as exc:  # a channel's bug: retried, and the other addresses still go
+                _log.exception("a channel failed unexpectedly on %s", redact(address))
+                errors.append(f"{redact(address)}: internal: {type(exc).__name__}: {exc}")
+                permanent = False
         if not errors:
             self._settle(item, "sent", now, None, done)
             return 1
@@ -135,14 +140,6 @@ class Dispatcher:
             link=link,
             deadline=as_utc(record.deadline) if record.deadline is not None else None,
         )
-
-    def _send(self, address: str, message: Message) -> None:
-        if address.startswith("mailto:"):
-            if self.s.email is None:
-                raise SendError("no SMTP server is configured for email", permanent=True)
-            self.s.email.send(address.removeprefix("mailto:"), message)
-        else:
-            self.s.apprise.send(address, message)
 
     def _settle(
         self,

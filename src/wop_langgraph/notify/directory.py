@@ -1,8 +1,9 @@
-"""The operator's directory: which addresses reach a principal (email, Apprise URLs).
+"""The operator's directory: which addresses reach a principal (email, Apprise URLs, others).
 
 Configured in code (:class:`Directory` over :class:`Contact` values) or read from a JSON file
-or text (``{"alice": {"email": "alice@example.com", "apprise": ["ntfy://..."]}, ...}``). A
-subject the directory does not know cannot be notified, whatever the gate says.
+or text (``{"alice": {"email": "alice@example.com", "apprise": ["ntfy://..."]}, ...}``); ``other``
+lists addresses for channels of your own (``"other": ["sms:+15550100"]``). A subject the
+directory does not know cannot be notified, whatever the gate says.
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ __all__ = ["Contact", "Directory"]
 
 @dataclass(frozen=True)
 class Contact:
-    """How to reach one principal: email addresses and Apprise URLs (chat, push, webhooks)."""
+    """How to reach one principal: email addresses, Apprise URLs (chat, push, webhooks), and
+    ``other`` addresses, as written, for channels of your own."""
 
     email: tuple[str, ...] = ()
     apprise: tuple[str, ...] = ()
+    other: tuple[str, ...] = ()
 
     @property
     def addresses(self) -> list[str]:
-        """Every address as stored in the outbox: ``mailto:<email>`` or the Apprise URL."""
-        return [f"mailto:{e}" for e in self.email] + list(self.apprise)
+        """Every address as stored in the outbox: ``mailto:<email>``, the Apprise URLs, the others."""
+        return [f"mailto:{e}" for e in self.email] + list(self.apprise) + list(self.other)
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class Directory:
 
     @classmethod
     def from_mapping(cls, entries: Mapping[str, Any]) -> Directory:
-        """Build from ``{subject: {"email": str | [str], "apprise": str | [str]}}``.
+        """Build from ``{subject: {"email": str | [str], "apprise": str | [str], "other": str | [str]}}``.
 
         Raises:
             ValueError: an entry that is not an object, or an address that is not a string.
@@ -57,6 +60,7 @@ class Directory:
             contacts[str(subject)] = Contact(
                 email=_strings(entry.get("email"), subject, "email"),
                 apprise=_strings(entry.get("apprise"), subject, "apprise"),
+                other=_strings(entry.get("other"), subject, "other"),
             )
         return cls(contacts)
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from wop_langgraph.notify.channels import AppriseChannel, EmailChannel
+from wop_langgraph.notify.channel import Channel, Channels
+from wop_langgraph.notify.channels import AppriseChannel, EmailChannel, builtin_channels
 from wop_langgraph.notify.delivery import Dispatcher, DispatchSettings
 from wop_langgraph.notify.directory import Directory
 from wop_langgraph.notify.links import LinkSigner
@@ -49,6 +51,11 @@ class Notifier:
         links: signs personal links (``None``: messages say where to answer instead).
         templates: the message templates.
         allow: test-only egress allowance for loopback webhook receivers.
+        channels: your own :class:`~wop_langgraph.notify.channel.Channel` objects, asked in
+            order before email and Apprise (the first that accepts an address sends to it).
+
+    Attributes:
+        channels: every channel, in the order addresses are routed through them.
     """
 
     def __init__(
@@ -60,6 +67,7 @@ class Notifier:
         links: LinkSigner | None = None,
         templates: Templates | None = None,
         allow: AllowList | None = None,
+        channels: Sequence[Channel] = (),
     ) -> None:
         self.directory = directory
         self.policy = policy or NotifyPolicy()
@@ -67,6 +75,7 @@ class Notifier:
         self.links = links
         self.templates = templates or Templates()
         self.apprise = AppriseChannel(allow=allow)
+        self.channels = Channels([*channels, *builtin_channels(email, self.apprise)])
         self._host: WopHost | None = None
         self._dispatcher: Dispatcher | None = None
         self._wake = threading.Event()
@@ -89,8 +98,7 @@ class Notifier:
                 clock=host.clock,
                 policy=self.policy,
                 templates=self.templates,
-                email=self.email,
-                apprise=self.apprise,
+                channels=self.channels,
                 links=self.links,
                 ref_kinds=host.ref_kinds,
                 membership=host.membership,

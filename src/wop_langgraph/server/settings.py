@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     notify_poll_seconds: float = Field(default=1.0, gt=0)
     notify_templates: str | None = None
     """Folder with subject.txt, body.txt and/or body.html overriding the default templates."""
+    notify_channels: str | None = None
+    """Comma-separated ``MODULE:ATTR`` of channels of your own (an object, or a class or function
+    making one), asked in order before email and Apprise."""
 
     def request_limits(self) -> RequestLimits:
         """The body limits :class:`~wop_langgraph.server.limits.RequestLimitsMiddleware` enforces."""
