@@ -12,7 +12,7 @@ store to derive a key, no resolver to validate a resume value and no tally. So h
   pending and can be answered again;
 * an approval is decided by that one value, counted by the host's own tally as one vote.
 
-The result is a :class:`~wop_langgraph.nodes._delivery.Delivery`, exactly what the host would
+The result is a :class:`~wop_langgraph.nodes.settlement.Delivery`, exactly what the host would
 have resumed with, and the node API function turns it into its result by the same code.
 """
 
@@ -27,9 +27,9 @@ from langgraph.types import interrupt
 from pydantic import BeforeValidator, WithJsonSchema
 
 from wop_langgraph._clock import utcnow
-from wop_langgraph.nodes._delivery import Delivery
 from wop_langgraph.nodes._once import warn_once
 from wop_langgraph.nodes.context import NodeCall
+from wop_langgraph.nodes.settlement import Delivery
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
 from wop_langgraph.protocol.quorum import approval_resolution, tally, vote_of

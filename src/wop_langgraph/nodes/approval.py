@@ -11,9 +11,9 @@ from typing import Any
 from langgraph.errors import ParentCommand
 from langgraph.types import Command
 
-from wop_langgraph.nodes._delivery import Delivery
 from wop_langgraph.nodes._once import warn_once
 from wop_langgraph.nodes.context import NodeCall, current_call
+from wop_langgraph.nodes.settlement import Delivery
 from wop_langgraph.nodes.suspend import PROFILES, suspend
 from wop_langgraph.protocol.errors import ApprovalRejected, CapabilityRequired, ValidationError
 from wop_langgraph.protocol.quorum import VOTES_MEMBER

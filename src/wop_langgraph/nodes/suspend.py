@@ -18,9 +18,9 @@ from typing import Any
 
 from langgraph.types import interrupt
 
-from wop_langgraph.nodes._delivery import DELIVERY_MARK, Delivery
 from wop_langgraph.nodes._plain import note_host_only, suspend_plain
 from wop_langgraph.nodes.context import NodeCall, current_call
+from wop_langgraph.nodes.settlement import DELIVERY_MARK, Delivery
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
 from wop_langgraph.protocol.secret_schemas import refuse_secret_schemas
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from wop_langgraph.notify.channel import Channel, Channels
 from wop_langgraph.notify.channels import AppriseChannel, EmailChannel, builtin_channels
-from wop_langgraph.notify.delivery import Dispatcher, DispatchSettings
 from wop_langgraph.notify.directory import Directory
+from wop_langgraph.notify.dispatch import Dispatcher, DispatchSettings
 from wop_langgraph.notify.links import LinkSigner
 from wop_langgraph.notify.planner import Planner
 from wop_langgraph.notify.policy import NotifyPolicy
