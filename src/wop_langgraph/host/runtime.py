@@ -31,7 +31,7 @@ from wop_langgraph.host.listing import InterruptPage, RunPage, answerable_page, 
 from wop_langgraph.host.proofs import Proofs
 from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ForkAwareRecorder
-from wop_langgraph.host.resolver import Resolver, ResolverSettings
+from wop_langgraph.host.resolver import EnqueueHook, Resolver, ResolverSettings
 from wop_langgraph.host.results import await_result, wait_result
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.host.worker import WorkerPool
@@ -614,20 +614,24 @@ class WopHost:
         idempotency_key: str | None = None,
         key: str | None = None,
         wait: bool = True,
+        on_decided: Callable[[Connection], None] | None = None,
     ) -> dict[str, Any]:
         """Resolve (or vote on) the pending interrupt of ``node_id`` in ``run_id``.
 
         Returns ``{runId, nodeId, status}``: ``running`` when this call decided the gate (the
         run is queued), the waiting status for a vote that did not decide it. With ``wait`` the
-        returned status is the run's once it is at rest again. See
+        returned status is the run's once it is at rest again. ``on_decided(conn)`` is called
+        in the transaction that decides the gate (or times it out), never for a vote that did
+        not decide: what it writes commits with the decision, or not at all. See
         :class:`~wop_langgraph.host.resolver.Resolver` for the contract.
         """
         # A caller that waits takes the lease where the decision queues the run, and drives it
         # without a claim of its own.
-        lease = _LeaseAtDecision(self.executor, self.saver) if wait else None
+        lease = _LeaseAtDecision(self.executor, self.saver, on_decided) if wait else None
+        hook: EnqueueHook | None = lease if lease is not None else _on_decision(on_decided)
         try:
             result = self._resolver.resolve(
-                run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key, hook=lease
+                run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key, hook=hook
             )
         except InterruptAlreadyResolved as exc:
             if lease is not None and (exc.details or {}).get("reason") == "timeout":
@@ -900,6 +904,26 @@ def _snapshot_of(row: Any) -> dict[str, Any]:
     return snap
 
 
+class _OnDecision:
+    """Calls a caller's function in the deciding transaction (an ``EnqueueHook`` taking no lease)."""
+
+    def __init__(self, call: Callable[[Connection], None]) -> None:
+        self._call = call
+
+    def reads(self, run_id: str) -> Reads | None:
+        return None
+
+    def queued(self, conn: Connection, run_id: str) -> None:
+        self._call(conn)
+
+    def committed(self) -> bool:
+        return False
+
+
+def _on_decision(call: Callable[[Connection], None] | None) -> EnqueueHook | None:
+    return None if call is None else _OnDecision(call)
+
+
 class _LeaseAtDecision:
     """Takes a run's lease in the transaction that queues it (an ``EnqueueHook``).
 
@@ -910,9 +934,12 @@ class _LeaseAtDecision:
     and a worker continues the run.)
     """
 
-    def __init__(self, executor: Executor, saver: object) -> None:
+    def __init__(
+        self, executor: Executor, saver: object, also: Callable[[Connection], None] | None = None
+    ) -> None:
         self._executor = executor
         self._saver = saver
+        self._also = also
         self._pending: PendingClaim | None = None
         self._taken: ClaimedRun | None = None
         self.claimed: ClaimedRun | None = None
@@ -925,6 +952,8 @@ class _LeaseAtDecision:
         return None if self._pending is None else self._pending.reads
 
     def queued(self, conn: Connection, run_id: str) -> None:
+        if self._also is not None:
+            self._also(conn)
         pending, self._pending = self._pending, None
         if pending is None:  # (a timeout queues the run without asking for reads)
             pending = self._executor.claim_reads(run_id, self._saver)

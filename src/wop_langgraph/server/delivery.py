@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("wop_langgraph.server.delivery")
 _STOP = object()
+_MAX_NOTED = 4096
 
 
 def attach_callbacks(host: WopHost, settings: Settings) -> CallbackDelivery:
@@ -86,7 +87,8 @@ def attach_callbacks(host: WopHost, settings: Settings) -> CallbackDelivery:
     delivery = CallbackDelivery(
         host, settings.keyring(), policy, timedelta(seconds=settings.token_ttl_seconds)
     )
-    host.on_run_rested(delivery.notify)
+    host.on_interrupt_requested(delivery.raised)
+    host.on_run_rested(delivery.rested)
     return delivery
 
 
@@ -121,6 +123,10 @@ class CallbackDelivery:
         self._queue: queue.Queue[object] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        #: Runs that raised an interrupt in a drive not yet rested (noted in the recording
+        #: transaction, queued once the drive ends: after the commit, so the read sees it).
+        self._raised: set[str] = set()
+        self._raised_lock = threading.Lock()
 
     def start(self) -> None:
         """Start the worker thread."""
@@ -139,6 +145,24 @@ class CallbackDelivery:
     def notify(self, run_id: str) -> None:
         """A run may have suspended: look at it soon."""
         self._queue.put(run_id)
+
+    def raised(self, _conn: object, record: InterruptRecord) -> None:
+        """An interrupt is being recorded (the host's ``on_interrupt_requested``): look at its run
+        when the drive rests. No statement here, none on drives that raise nothing."""
+        with self._raised_lock:
+            if len(self._raised) >= _MAX_NOTED:
+                # Interrupts recorded outside a drive (a fork's gate) leave their run here: the
+                # periodic scan delivers those, so forgetting them costs a delay at most.
+                self._raised.clear()
+            self._raised.add(record.run_id)
+
+    def rested(self, run_id: str) -> None:
+        """A drive of ``run_id`` ended (the host's ``on_run_rested``): queue it if it raised an interrupt."""
+        with self._raised_lock:
+            if run_id not in self._raised:
+                return
+            self._raised.discard(run_id)
+        self.notify(run_id)
 
     def scan(self) -> None:
         """Queue every run with an undelivered pending interrupt and a callback (other replicas' too)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, false, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import as_utc
@@ -212,13 +212,25 @@ def interrupts_of_run(
     conn: Connection, run_id: str, *, node_id: str | None = None, statuses: Sequence[str] | None = None
 ) -> list[InterruptRecord]:
     """The run's interrupts (optionally of one node, in some statuses), oldest first."""
-    query = select(_table).where(_table.c.run_id == run_id)
-    if node_id is not None:
-        query = query.where(_table.c.node_id == node_id)
+    chosen = None if statuses is None else tuple(statuses)
+    params: dict[str, Any] = {"of_run": run_id, "of_node": node_id}
+    if chosen is not None:
+        params.update({f"of_status_{n}": status for n, status in enumerate(chosen)})
+    statement = _of_run_statement(node_id is not None, None if chosen is None else len(chosen))
+    return [_record(row) for row in statement.mappings(conn, params)]
+
+
+@functools.lru_cache(maxsize=32)
+def _of_run_statement(by_node: bool, statuses: int | None) -> DriverStatement:
+    """The read of :func:`interrupts_of_run`, built and compiled once per shape (statuses as
+    ``of_status_<n>`` parameters: a literal list would render per execution)."""
+    query = select(_table).where(_table.c.run_id == bindparam("of_run"))
+    if by_node:
+        query = query.where(_table.c.node_id == bindparam("of_node"))
     if statuses is not None:
-        query = query.where(_table.c.status.in_(list(statuses)))
-    query = query.order_by(_table.c.created_at, _table.c.visit_index, _table.c.ordinal)
-    return [_record(row) for row in conn.execute(query).mappings()]
+        chosen = [_table.c.status == bindparam(f"of_status_{n}") for n in range(statuses)]
+        query = query.where(or_(*chosen) if chosen else false())
+    return driver_statement(query.order_by(_table.c.created_at, _table.c.visit_index, _table.c.ordinal))
 
 
 @dataclass(frozen=True, slots=True)

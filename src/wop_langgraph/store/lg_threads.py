@@ -12,6 +12,7 @@ Every statement on these tables lives here; schema migration 7 creates them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +27,7 @@ from sqlalchemy import (
     String,
     Table,
     and_,
+    bindparam,
     exists,
     select,
     update,
@@ -35,6 +37,7 @@ from sqlmodel import SQLModel
 
 from wop_langgraph.store.checkpoint_tables import checkpoints_table
 from wop_langgraph.store.run_tables import ID_LENGTH, runs_table
+from wop_langgraph.store.statements import DriverStatement, driver_statement, named_together
 
 __all__ = [
     "SEED_MARK",
@@ -50,6 +53,7 @@ __all__ = [
     "run_rest",
     "runs_of_thread",
     "seed_checkpoint",
+    "start_thread_run",
     "tenant_threads",
     "thread_run",
     "touch_thread",
@@ -219,8 +223,14 @@ def insert_thread(
 
 def get_thread(conn: Connection, thread_id: str) -> ThreadRow | None:
     """The thread ``thread_id`` of any tenant (the caller compares the tenant), or ``None``."""
-    row = conn.execute(_thread_query().where(threads_table.c.thread_id == thread_id)).first()
-    return None if row is None else _thread(row)
+    rows = _get_thread_statement().named(conn, {"of_thread": thread_id})
+    return _thread(rows[0]) if rows else None
+
+
+@functools.cache
+def _get_thread_statement() -> DriverStatement:
+    """The read of :func:`get_thread`, built and compiled once (it runs on every thread request)."""
+    return driver_statement(_thread_query().where(threads_table.c.thread_id == bindparam("of_thread")))
 
 
 def tenant_threads(conn: Connection, tenant: str) -> list[ThreadRow]:
@@ -255,6 +265,88 @@ def move_thread(
         .values(run_id=run_id, metadata=dict(metadata), updated_at=now)
     ).rowcount
     return bool(changed)
+
+
+def start_thread_run(
+    conn: Connection,
+    thread_id: str,
+    *,
+    expected_run_id: str | None,
+    run_id: str,
+    metadata: Mapping[str, Any],
+    assistant_id: str,
+    run_metadata: Mapping[str, Any],
+    multitask_strategy: str,
+    now: datetime,
+    listed_at: datetime | None = None,
+) -> bool:
+    """:func:`move_thread` and, if it won, :func:`insert_thread_run` (listed at ``listed_at``,
+    default ``now``); returns whether the move won.
+
+    On PostgreSQL both go out in one round trip, so the run is listed even when the move lost:
+    on ``False`` the caller must roll the transaction back (as it does to refuse the input).
+    """
+    moved = (
+        _move_statement(expected_run_id is not None),
+        {
+            "move_thread": thread_id,
+            "move_expected": expected_run_id,
+            "move_run": run_id,
+            "move_metadata": dict(metadata),
+            "move_now": now,
+        },
+    )
+    listed = (
+        _list_run_statement(),
+        {
+            "list_run": run_id,
+            "list_thread": thread_id,
+            "list_assistant": assistant_id,
+            "list_metadata": dict(run_metadata),
+            "list_strategy": multitask_strategy,
+            "list_at": listed_at or now,
+        },
+    )
+    if conn.dialect.name == "postgresql":
+        won, _ = named_together(conn, [moved, listed])
+        return bool(won)
+    if not moved[0].named(conn, moved[1]):
+        return False
+    listed[0].named(conn, listed[1])
+    return True
+
+
+@functools.lru_cache(maxsize=2)
+def _move_statement(expecting: bool) -> DriverStatement:
+    t = threads_table.c
+    matches = t.run_id == bindparam("move_expected") if expecting else t.run_id.is_(None)
+    return driver_statement(
+        update(threads_table)
+        .where(t.thread_id == bindparam("move_thread"), matches)
+        .values(
+            run_id=bindparam("move_run"),
+            metadata=bindparam("move_metadata", type_=t.metadata.type),
+            updated_at=bindparam("move_now", type_=t.updated_at.type),
+        )
+        .returning(t.thread_id)
+    )
+
+
+@functools.cache
+def _list_run_statement() -> DriverStatement:
+    c = thread_runs_table.c
+    return driver_statement(
+        thread_runs_table.insert()
+        .values(
+            run_id=bindparam("list_run"),
+            thread_id=bindparam("list_thread"),
+            assistant_id=bindparam("list_assistant"),
+            metadata=bindparam("list_metadata", type_=c.metadata.type),
+            multitask_strategy=bindparam("list_strategy"),
+            created_at=bindparam("list_at", type_=c.created_at.type),
+        )
+        .returning(c.run_id)  # (a statement of ``named_together`` returns rows)
+    )
 
 
 def touch_thread(

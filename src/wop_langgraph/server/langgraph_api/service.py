@@ -37,7 +37,7 @@ from wop_langgraph.server.langgraph_api.shapes import (
     thread_doc,
     thread_status,
 )
-from wop_langgraph.store.engine import Connection, reading
+from wop_langgraph.store.engine import Connection, one_statement, reading
 from wop_langgraph.store.lg_queue import (
     QueuedRun,
     cancel_queued,
@@ -53,11 +53,10 @@ from wop_langgraph.store.lg_threads import (
     get_thread,
     hide_thread_run,
     insert_thread,
-    insert_thread_run,
-    move_thread,
     run_rest,
     runs_of_thread,
     seed_checkpoint,
+    start_thread_run,
     tenant_threads,
     thread_run,
     touch_thread,
@@ -185,11 +184,17 @@ class LangGraphService:
             )
         meta = self._metadata(metadata)
         now = self.host.clock()
-        with self.host.engine.begin() as conn:
-            # An id minted here (a random UUID) is free: only a given one is looked up first.
-            existing = None if thread_id is None else get_thread(conn, tid)
-            if existing is None:
+        # An id minted here (a random UUID) is free: only a given one is looked up first, and
+        # the insert alone is one statement (on PostgreSQL one round trip, in autocommit).
+        existing = None
+        if thread_id is None:
+            with one_statement(self.host.engine) as conn, conn.begin():
                 insert_thread(conn, tid, principal.tenant, meta, now=now)
+        else:
+            with self.host.engine.begin() as conn:
+                existing = get_thread(conn, tid)
+                if existing is None:
+                    insert_thread(conn, tid, principal.tenant, meta, now=now)
         if existing is not None:
             if if_exists == "do_nothing" and existing.tenant == principal.tenant:
                 return self.thread_doc(existing)
@@ -466,6 +471,7 @@ class LangGraphService:
         baseline = None if wait else self.latest_checkpoint(row.workflow_id, row.run_id)
         custom_after = self.relay.position(row.run_id)
         rested = None
+        touched: list[bool] = []
         if goto is not None:
             if goto not in (END, [END]) or "resume" in command:
                 raise Unsupported('command.goto is supported only as "__end__" (end the interrupted run)')
@@ -481,9 +487,17 @@ class LangGraphService:
                 for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"])
             ]
             if len(resolves) == 1:
-                # The decision is driven here when the caller drives (the common case).
+                # The decision is driven here when the caller drives (the common case); the
+                # thread is marked updated in the deciding transaction.
                 node_id, key, value = resolves[0]
-                result = self.host.resolve(row.run_id, node_id, value, principal, key=key, wait=drive)
+
+                def touch(conn: Connection) -> None:
+                    touched.append(True)
+                    touch_thread(conn, row.thread_id, now=self.host.clock())
+
+                result = self.host.resolve(
+                    row.run_id, node_id, value, principal, key=key, wait=drive, on_decided=touch
+                )
                 if drive:
                     rested = str(result["status"])
             else:
@@ -491,8 +505,9 @@ class LangGraphService:
                 self.host.resolve_all(row.run_id, resolves, principal)
         else:
             raise ValidationError("command needs resume or goto", details={"field": "command"})
-        with self.host.engine.begin() as conn:
-            touch_thread(conn, row.thread_id, now=self.host.clock())
+        if not touched:  # (a vote that did not decide, several decisions, a cancel)
+            with one_statement(self.host.engine) as conn, conn.begin():
+                touch_thread(conn, row.thread_id, now=self.host.clock())
         if goto is not None:
             self.queue.promote(row.thread_id)  # the next enqueued run's turn
         return Started(row.thread_id, row.run_id, row.workflow_id, baseline, custom_after, rested)
@@ -535,22 +550,21 @@ class LangGraphService:
             # In the transaction that creates the run: exactly one input starts the next run.
             new = snapshot["runId"]
             now = self.host.clock()
-            if not move_thread(
-                conn, row.thread_id, expected_run_id=previous, run_id=new, metadata=thread_metadata, now=now
+            if not start_thread_run(
+                conn,
+                row.thread_id,
+                expected_run_id=previous,
+                run_id=new,
+                metadata=thread_metadata,
+                assistant_id=assistant_id,
+                run_metadata=run_metadata,
+                multitask_strategy=strategy,
+                now=now,
             ):
-                raise ThreadBusy(
+                raise ThreadBusy(  # (rolls the run and its listing back)
                     f"thread {row.thread_id!r} started another run meanwhile",
                     details={"thread_id": row.thread_id},
                 )
-            insert_thread_run(
-                conn,
-                new,
-                row.thread_id,
-                assistant_id=assistant_id,
-                metadata=run_metadata,
-                multitask_strategy=strategy,
-                now=now,
-            )
             seeded.append(seed_checkpoint(conn, previous, new) if previous else None)
 
         created = self.host.create_run(
@@ -666,7 +680,8 @@ class LangGraphService:
 
         The status the request's own drive rested in (``Started.rested``) is taken as it is,
         unless the run failed (the snapshot has the error)."""
-        if self._never_started(started.run_id):
+        # A run this request drove (``rested``) has started: only another's may never have.
+        if started.rested is None and self._never_started(started.run_id):
             return {}  # cancelled before it started: it has no state of its own
         status: dict[str, Any] = (
             {"status": started.rested}
