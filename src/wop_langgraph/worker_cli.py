@@ -33,7 +33,7 @@ from wop_langgraph.startup import (
 if TYPE_CHECKING:
     from wop_langgraph.host import WopHost
     from wop_langgraph.notify import Notifier
-    from wop_langgraph.server.delivery import CallbackDelivery
+    from wop_langgraph.server.callbacks import CallbackDelivery
 
 __all__ = ["worker_main"]
 
@@ -117,7 +117,7 @@ def _callbacks(host: WopHost) -> CallbackDelivery | None:
     if not os.environ.get("WOP_SIGNING_KEYS"):
         return None
     try:
-        from wop_langgraph.server.delivery import attach_callbacks
+        from wop_langgraph.server.callbacks import attach_callbacks
         from wop_langgraph.server.settings import Settings
     except ImportError:  # callbacks need the server extra's settings
         print("wop-langgraph worker: callbacks need the 'server' extra; not delivering them", file=sys.stderr)

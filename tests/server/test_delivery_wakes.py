@@ -10,7 +10,7 @@ from tests.host._graphs import ALICE as ALICE_OWNER
 from tests.server.conftest import make_host, make_settings
 from tests.server.test_background import Receiver
 from wop_langgraph.protocol.egress import AllowList
-from wop_langgraph.server.delivery import attach_callbacks
+from wop_langgraph.server.callbacks import attach_callbacks
 
 
 def test_only_drives_that_raise_an_interrupt_wake_the_delivery(db_url: str) -> None:

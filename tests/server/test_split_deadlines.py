@@ -24,7 +24,7 @@ from tests.server.process import served, worker_process
 from tests.server.test_background import Receiver
 from wop_langgraph.host import WopHost
 from wop_langgraph.protocol.egress import AllowList
-from wop_langgraph.server.delivery import attach_callbacks
+from wop_langgraph.server.callbacks import attach_callbacks
 from wop_langgraph.store.run_tables import runs_table
 
 TARGET = "tests.server.graphs:WORKFLOWS"

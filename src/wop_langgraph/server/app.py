@@ -18,7 +18,7 @@ from wop_langgraph.server import (
     routes_runs,
     routes_tokens,
 )
-from wop_langgraph.server.delivery import attach_callbacks
+from wop_langgraph.server.callbacks import attach_callbacks
 from wop_langgraph.server.errors import ProtocolVersionMiddleware, install_error_handlers
 from wop_langgraph.server.foreground import ForegroundMiddleware
 from wop_langgraph.server.head import HeadMiddleware

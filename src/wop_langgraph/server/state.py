@@ -14,7 +14,7 @@ from wop_langgraph.server.streams import StreamLimits
 from wop_langgraph.tokens import SigningKeys
 
 if TYPE_CHECKING:
-    from wop_langgraph.server.delivery import CallbackDelivery
+    from wop_langgraph.server.callbacks import CallbackDelivery
     from wop_langgraph.server.settings import ApiKeys, Settings
 
 __all__ = ["ServerState", "server_state", "state_of"]

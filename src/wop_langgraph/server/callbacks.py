@@ -59,7 +59,7 @@ __all__ = ["CallbackDelivery", "DeliveryPolicy", "attach_callbacks", "sign"]
 if TYPE_CHECKING:
     from wop_langgraph.server.settings import Settings
 
-_log = logging.getLogger("wop_langgraph.server.delivery")
+_log = logging.getLogger("wop_langgraph.server.callbacks")
 _STOP = object()
 _MAX_NOTED = 4096
 
