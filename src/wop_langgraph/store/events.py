@@ -547,21 +547,18 @@ def _rows(
             schema_version=event.schema_version,
         )
         digests.append(digest)
-        row = {
+        row: dict[str, Any] = {
             "event_id": event.event_id,
             "type": event.type,
             "node_id": event.node_id,
-            "payload": event.payload,
-            "timestamp": at,
             "schema_version": event.schema_version,
             "causation_id": event.causation_id,
         }
         if postgres:
-            row["digest"] = digest.hex()
+            row |= {"payload": event.payload, "timestamp": at, "digest": digest.hex()}
         else:
-            row["run_id"] = run_id
-            row["payload"] = json.dumps(event.payload) if text is None else text
-            row["timestamp"] = formatted[1]
+            payload = json.dumps(event.payload) if text is None else text
+            row |= {"run_id": run_id, "payload": payload, "timestamp": formatted[1]}
         rows.append(row)
     return rows, digests
 
@@ -569,9 +566,9 @@ def _rows(
 def _formatted(moment: datetime) -> tuple[str, str]:
     """``moment``'s wire time, and its text in a SQLite column (SQLAlchemy's ``DateTime``
     there: the wall time as given, with microseconds), from one ``isoformat``."""
-    stamp = moment.isoformat(timespec="microseconds")
-    wire = stamp[:23] + "Z" if moment.tzinfo is UTC else wire_time(moment)
-    return wire, f"{stamp[:10]} {stamp[11:26]}"
+    stamp = moment.isoformat(" ", "microseconds")
+    wire = f"{stamp[:10]}T{stamp[11:23]}Z" if moment.tzinfo is UTC else wire_time(moment)
+    return wire, stamp[:26]
 
 
 _ROW_COLUMNS = ("event_id", "type", "node_id", "payload", "timestamp", "schema_version", "causation_id")
