@@ -4,10 +4,11 @@ database's JSON round trip does not change it), and concurrent appenders never f
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -16,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, insert, update
 
-from wop_langgraph.proof.chain import GENESIS, canonical, chain_next
+from wop_langgraph._clock import iso_z
+from wop_langgraph.proof.chain import GENESIS, canonical, chain_next, event_digest
 from wop_langgraph.proof.statements import digest_of_stored
 from wop_langgraph.store.engine import make_engine
 from wop_langgraph.store.events import NewEvent, append_event_once, append_events, read_events
@@ -184,3 +186,39 @@ def test_the_fast_canonical_form_is_rfc8785(value: Any) -> None:
     except rfc8785.CanonicalizationError:  # lone surrogates: not JSON text
         return
     assert canonical(value) == expected
+
+
+_TEXT = st.text(max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    payload=_JSON,
+    ids=st.tuples(_TEXT, _TEXT, _TEXT, st.none() | _TEXT, st.none() | _TEXT),
+    moment=st.datetimes(timezones=st.sampled_from([UTC, timezone(timedelta(hours=-5, minutes=-30))])),
+)
+def test_the_event_digest_is_sha256_of_the_rfc8785_wire_document(
+    payload: Any, ids: tuple[str, str, str, str | None, str | None], moment: datetime
+) -> None:
+    """The append's digest (written member by member, the wire time formatted directly) is the
+    definition's: SHA-256 of RFC 8785 over the event's wire document without ``sequence``."""
+    run_id, event_id, type_, node_id, causation_id = ids
+    doc = {"runId": run_id, "eventId": event_id, "type": type_, "payload": payload, "schemaVersion": 1}
+    doc |= {"timestamp": iso_z(moment)}
+    doc |= {} if node_id is None else {"nodeId": node_id}
+    doc |= {} if causation_id is None else {"causationId": causation_id}
+    try:
+        expected = hashlib.sha256(rfc8785.dumps(doc)).hexdigest()
+    except rfc8785.CanonicalizationError:  # lone surrogates: not JSON text
+        return
+    digest = event_digest(
+        run_id=run_id,
+        event_id=event_id,
+        type=type_,
+        payload=payload,
+        timestamp=moment,
+        node_id=node_id,
+        causation_id=causation_id,
+        schema_version=1,
+    )
+    assert digest == expected

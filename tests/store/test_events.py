@@ -6,7 +6,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -32,7 +32,7 @@ from wop_langgraph.store.events import (
     riding_next_append,
 )
 from wop_langgraph.store.migrations import upgrade
-from wop_langgraph.store.run_tables import runs_table
+from wop_langgraph.store.run_tables import events_table, runs_table
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
 RUN = "acme/run-0123456789abcdef"
@@ -408,6 +408,37 @@ def test_concurrent_appenders_two_processes_on_one_sqlite_file(sqlite_url: str) 
         assert_complete_log(engine, RUN, total, expected)
     finally:
         engine.dispose()
+
+
+def test_payloads_and_times_read_back_as_the_column_types_write_them(engine: Engine) -> None:
+    """The append writes SQLite's payload and timestamp text itself (the payload's canonical
+    text, which the chain digest has just written): they read back as a row inserted through
+    SQLAlchemy's own JSON and DateTime types does."""
+    payloads: list[Any] = [
+        {"b": 1, "a": [1.5, 0.1, 2**62, 10**25, None, True], "é": "ü\u2028\x01😀", "\ue000": {}},
+        {"plain": "text", "n": 12},
+        {},
+    ]
+    moments = [NOW, NOW.replace(microsecond=0), NOW.astimezone(timezone(timedelta(hours=2)))]
+    with engine.begin() as conn:
+        for offset, (payload, moment) in enumerate(zip(payloads, moments, strict=True)):
+            append_events(conn, RUN, [NewEvent("log.appended", payload)], now=moment)
+            conn.execute(
+                events_table.insert().values(
+                    run_id="acme/reference",
+                    sequence=offset,
+                    event_id=f"ref-{offset}",
+                    type="log.appended",
+                    payload=payload,
+                    timestamp=moment,
+                    schema_version=1,
+                )
+            )
+    with engine.connect() as conn:
+        read = read_events(conn, RUN)
+        reference = read_events(conn, "acme/reference")
+    assert [e.payload for e in read] == [e.payload for e in reference] == payloads
+    assert [e.timestamp for e in read] == [e.timestamp for e in reference]
 
 
 def test_timestamps_are_the_injected_clock(engine: Engine) -> None:

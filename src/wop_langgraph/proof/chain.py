@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,7 +28,18 @@ import rfc8785
 
 from wop_langgraph._clock import iso_z
 
-__all__ = ["GENESIS", "canonical", "chain_next", "event_digest", "json_digest", "wire_digest"]
+__all__ = [
+    "GENESIS",
+    "canonical",
+    "canonical_text",
+    "chain_next",
+    "chain_raw",
+    "event_digest",
+    "event_digest_raw",
+    "json_digest",
+    "wire_digest",
+    "wire_time",
+]
 
 #: The chain value before a run's first chained event (hex of 32 zero bytes).
 GENESIS = "0" * 64
@@ -71,6 +82,21 @@ def _c_encoder() -> Callable[[Any], str] | None:
 _fast = _c_encoder() or _fast
 
 
+def canonical_text(value: Any) -> str | None:
+    """The RFC 8785 canonical JSON of ``value`` as text where ``json.dumps`` writes it (see
+    ``_fast``: most JSON), else ``None`` (then :func:`canonical` takes ``rfc8785``).
+
+    The text is also plain JSON that reads back as ``value``: the store writes it as the
+    payload it has just digested, instead of serialising the payload again."""
+    try:
+        text = _fast(value)
+    except (TypeError, ValueError):
+        return None
+    # (each check is tried on the whole text first: most JSON has no digit before a dot)
+    plain = not _NOT_FAST.search(text) or not _NOT_FAST.search(_STRINGS.sub("", text))
+    return text if plain and (text.isascii() or not _HIGH.search(text)) else None
+
+
 def canonical(value: Any) -> bytes:
     """The RFC 8785 canonical JSON bytes of ``value`` (with large integers: see above).
 
@@ -80,15 +106,9 @@ def canonical(value: Any) -> bytes:
     Raises:
         TypeError: ``value`` is not JSON (a non-string key, NaN, an object of another type).
     """
-    try:
-        text = _fast(value)
-    except (TypeError, ValueError):
-        pass
-    else:
-        # (each check is tried on the whole text first: most JSON has no digit before a dot)
-        plain = not _NOT_FAST.search(text) or not _NOT_FAST.search(_STRINGS.sub("", text))
-        if plain and (text.isascii() or not _HIGH.search(text)):
-            return text.encode()
+    text = canonical_text(value)
+    if text is not None:
+        return text.encode()
     try:
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError:
@@ -128,26 +148,51 @@ def event_digest(
     causation_id: str | None,
     schema_version: int,
 ) -> str:
-    """The digest of one event: its wire document without ``sequence``, canonicalised.
+    """The digest of one event (hex): its wire document without ``sequence``, canonicalised."""
+    return event_digest_raw(
+        run_id=run_id,
+        event_id=event_id,
+        type=type,
+        payload=canonical_text(payload) or canonical(payload),
+        wire_time=wire_time(timestamp),
+        node_id=node_id,
+        causation_id=causation_id,
+        schema_version=schema_version,
+    ).hex()
+
+
+def event_digest_raw(
+    *,
+    run_id: str,
+    event_id: str,
+    type: str,
+    payload: str | bytes,
+    wire_time: str,
+    node_id: str | None,
+    causation_id: str | None,
+    schema_version: int,
+) -> bytes:
+    """:func:`event_digest` as 32 bytes, of the payload's canonical form already written
+    (:func:`canonical_text`, or :func:`canonical`) and the wire time (:func:`wire_time`): the
+    append's form, which has both at hand.
 
     Written member by member in RFC 8785's order (the hot path of every append): the strings as
-    ``json`` escapes them, which RFC 8785 escapes alike, the payload by :func:`canonical`.
+    ``json`` escapes them, which RFC 8785 escapes alike.
     """
-    head = "" if causation_id is None else f'"causationId":{_string(causation_id)},'
-    head += f'"eventId":{_string(event_id)},'
-    if node_id is not None:
-        head += f'"nodeId":{_string(node_id)},'
-    tail = (
-        f',"runId":{_string(run_id)},"schemaVersion":{int(schema_version)},'
-        f'"timestamp":"{_wire_time(timestamp)}","type":{_string(type)}}}'
+    cause = "" if causation_id is None else f'"causationId":{_string(causation_id)},'
+    node = "" if node_id is None else f'"nodeId":{_string(node_id)},'
+    if not isinstance(payload, str):
+        payload = payload.decode()
+    # One f-string, encoded once: the cheapest way to these bytes measured.
+    text = (
+        f'{{{cause}"eventId":{_string(event_id)},{node}"payload":{payload},"runId":{_string(run_id)},'
+        f'"schemaVersion":{int(schema_version)},"timestamp":"{wire_time}","type":{_string(type)}}}'
     )
-    return hashlib.sha256(
-        b"{" + head.encode() + b'"payload":' + canonical(payload) + tail.encode()
-    ).hexdigest()
+    return hashlib.sha256(text.encode()).digest()
 
 
-def _wire_time(moment: datetime) -> str:
-    """``iso_z(moment)``, quicker for the usual moment (aware, in UTC)."""
+def wire_time(moment: datetime) -> str:
+    """The wire timestamp of ``moment`` (``iso_z``), quicker for the usual moment (aware, UTC)."""
     if moment.tzinfo is UTC:
         return moment.isoformat(timespec="milliseconds")[:-6] + "Z"
     return iso_z(moment)
@@ -157,6 +202,17 @@ def wire_digest(doc: Mapping[str, Any]) -> str:
     """:func:`event_digest` of an event's wire document (``RunEventDoc``, as exported)."""
     body = {name: value for name, value in doc.items() if name not in ("sequence", "chainHash")}
     return hashlib.sha256(canonical(body)).hexdigest()
+
+
+def chain_raw(previous: str | None, digests: Iterable[bytes]) -> list[str]:
+    """The chain values (hex) of events of ``digests`` (raw, as :func:`event_digest_raw` gives
+    them) following ``previous`` (hex, or ``None`` for the run's first chained event)."""
+    head = bytes.fromhex(previous or GENESIS)
+    values = []
+    for digest in digests:
+        head = hashlib.sha256(head + digest).digest()
+        values.append(head.hex())
+    return values
 
 
 def chain_next(previous: str | None, digest: str) -> str:

@@ -12,11 +12,12 @@ fast statements, and SQLAlchemy's per-statement work cost more than they did.
 from __future__ import annotations
 
 import functools
+import json
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -39,10 +40,17 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 
 from wop_langgraph._clock import iso_z
-from wop_langgraph.proof.chain import GENESIS, chain_next, event_digest
+from wop_langgraph.proof.chain import (
+    GENESIS,
+    canonical,
+    canonical_text,
+    chain_raw,
+    event_digest_raw,
+    wire_time,
+)
 from wop_langgraph.store.appended import APPENDED_KEY, EVENTS_CHANNEL
 from wop_langgraph.store.run_tables import event_counters_table, events_table
-from wop_langgraph.store.statements import Reads
+from wop_langgraph.store.statements import Reads, driver_connection
 from wop_langgraph.store.statements import driver_statement as _driver
 
 __all__ = [
@@ -224,7 +232,7 @@ def append_events_if(
     timed += [(event, now) for event in events]
     announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
     params: dict[str, Any] = {"run_id": run_id, "count": len(timed), "channel": EVENTS_CHANNEL, **gate[1]}
-    params |= _row_params([_row(run_id, event, at) for event, at in timed], leading)
+    params |= _row_params(_rows(run_id, timed, True)[0], leading)
     for offset, (event, _) in enumerate(timed[:once]):
         params[f"once_id_{offset}"] = event.event_id
     statement = _gated_append_statement(
@@ -435,7 +443,7 @@ def _append(
     # This transaction's commit wakes the run's readers (see :mod:`.appended`): marked once per run.
     announced: set[str] = conn.info.setdefault(APPENDED_KEY, set())
     postgres = conn.dialect.name == "postgresql"
-    rows = [_row(run_id, event, at) for event, at in timed]
+    rows, digests = _rows(run_id, timed, postgres)
     params: dict[str, Any] = {"run_id": run_id, "count": len(rows), "channel": EVENTS_CHANNEL}
     for offset, (event, _) in enumerate(timed[:once]):
         params[f"once_id_{offset}"] = event.event_id
@@ -464,24 +472,20 @@ def _append(
         chained = [row[1] for row in ordered]
     else:
         _run_leading(conn, leading)
-        reserved = _driver(_reserve_statement("sqlite", close, False, once, len(rows))).rows(conn, params)
+        reserve = _driver(_reserve_statement("sqlite", close, False, once, len(rows)))
+        # (both statements run on the driver connection, if one, looked up once)
+        driver = driver_connection(conn)
+        reserved = reserve.rows(conn, params) if driver is None else reserve.rows_on(conn, driver, params)
         if not reserved:
             return None
         first = int(reserved[0][0]) - len(rows)
         # SQLite has one writer: the run's last event, read in the bump's statement, is the
         # chain's head until this transaction ends.
-        head: str | None = reserved[0][1]
-        chained = []
-        for row in rows:
-            head = chain_next(head, row["digest"])
-            chained.append(head)
-        _driver(_insert_statement()).execute_many(
-            conn,
-            [
-                row | {"run_id": run_id, "sequence": first + offset, "chain_hash": chained[offset]}
-                for offset, row in enumerate(rows)
-            ],
-        )
+        chained = chain_raw(reserved[0][1], digests)
+        for offset, row in enumerate(rows):
+            row["sequence"] = first + offset
+            row["chain_hash"] = chained[offset]
+        _driver(_sqlite_insert_statement()).execute_many(conn, rows, driver)
     announced.add(run_id)
     return [
         StoredEvent(
@@ -513,28 +517,58 @@ def _row_params(rows: Sequence[dict[str, Any]], leading: Leading | None) -> dict
     return params if leading is None else params | dict(leading[1])
 
 
-def _row(run_id: str, event: NewEvent, at: datetime) -> dict[str, Any]:
-    """The per-event columns of an insert (``run_id``, ``sequence`` and ``chain_hash`` are the
-    batch's), and the event's ``digest`` that the chain hash chains."""
-    return {
-        "event_id": event.event_id,
-        "type": event.type,
-        "node_id": event.node_id,
-        "payload": event.payload,
-        "timestamp": at,
-        "schema_version": event.schema_version,
-        "causation_id": event.causation_id,
-        "digest": event_digest(
+def _rows(
+    run_id: str, timed: Sequence[tuple[NewEvent, datetime]], postgres: bool
+) -> tuple[list[dict[str, Any]], list[bytes]]:
+    """The per-event columns of an insert, and the events' digests that their chain hashes chain.
+
+    PostgreSQL: the columns of :data:`_ROW_COLUMNS` and the hex ``digest`` (``run_id``,
+    ``sequence`` and the chain are the batch's statement's). SQLite: with ``run_id`` too, and
+    the payload and timestamp as the text stored (see :func:`_sqlite_insert_statement`): the
+    payload's canonical text, which the digest has just written, where it is plain JSON (else
+    ``json.dumps``, as the JSON type writes), the timestamp formatted once for the digest and
+    the column (for each distinct moment of the batch).
+    """
+    rows: list[dict[str, Any]] = []
+    digests: list[bytes] = []
+    times: dict[datetime, tuple[str, str]] = {}
+    for event, at in timed:
+        if (formatted := times.get(at)) is None:
+            formatted = times[at] = _formatted(at)
+        text = canonical_text(event.payload)
+        digest = event_digest_raw(
             run_id=run_id,
             event_id=event.event_id,
             type=event.type,
-            payload=event.payload,
-            timestamp=at,
+            payload=canonical(event.payload) if text is None else text,
+            wire_time=formatted[0],
             node_id=event.node_id,
             causation_id=event.causation_id,
             schema_version=event.schema_version,
-        ),
-    }
+        )
+        digests.append(digest)
+        row: dict[str, Any] = {
+            "event_id": event.event_id,
+            "type": event.type,
+            "node_id": event.node_id,
+            "schema_version": event.schema_version,
+            "causation_id": event.causation_id,
+        }
+        if postgres:
+            row |= {"payload": event.payload, "timestamp": at, "digest": digest.hex()}
+        else:
+            payload = json.dumps(event.payload) if text is None else text
+            row |= {"run_id": run_id, "payload": payload, "timestamp": formatted[1]}
+        rows.append(row)
+    return rows, digests
+
+
+def _formatted(moment: datetime) -> tuple[str, str]:
+    """``moment``'s wire time, and its text in a SQLite column (SQLAlchemy's ``DateTime``
+    there: the wall time as given, with microseconds), from one ``isoformat``."""
+    stamp = moment.isoformat(" ", "microseconds")
+    wire = f"{stamp[:10]}T{stamp[11:23]}Z" if moment.tzinfo is UTC else wire_time(moment)
+    return wire, stamp[:26]
 
 
 _ROW_COLUMNS = ("event_id", "type", "node_id", "payload", "timestamp", "schema_version", "causation_id")
@@ -729,8 +763,14 @@ def _append_statement(
 
 
 @functools.cache
-def _insert_statement() -> Any:
-    return _events.insert()
+def _sqlite_insert_statement() -> Any:
+    """SQLite: the insert of one event, its payload and timestamp bound as the text to store
+    (SQLAlchemy's JSON and DateTime write text there; :func:`_rows` writes the same)."""
+    texts = ("payload", "timestamp")
+    names = ("run_id", "sequence", *_ROW_COLUMNS, "chain_hash")
+    return _events.insert().values(
+        {name: bindparam(name, type_=String if name in texts else _events.c[name].type) for name in names}
+    )
 
 
 @functools.cache

@@ -163,13 +163,23 @@ class DriverStatement:
             return int(conn.execute(self.statement, params).rowcount)
         return ran[2]
 
-    def execute_many(self, conn: Connection, params: Sequence[Mapping[str, Any]]) -> None:
-        """Run the statement once per parameter set (a statement that returns no rows)."""
+    def rows_on(self, conn: Connection, driver: Any, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        """:meth:`rows` on ``driver``, what :func:`driver_connection` gave for ``conn`` (not
+        ``None``) since its last statement: a caller running statements in a row looks the
+        driver connection up once."""
+        return _run(conn, driver, self._for(conn.dialect), params, store_ahead(conn))[0]
+
+    def execute_many(self, conn: Connection, params: Sequence[Mapping[str, Any]], driver: Any = None) -> None:
+        """Run the statement once per parameter set (a statement that returns no rows);
+        ``driver``: as :meth:`rows_on` takes it, if the caller has it."""
+        if driver is not None and len(params) == 1:
+            self.rows_on(conn, driver, params[0])
+            return
         if len(params) == 1:
             self.rows(conn, params[0])
             return
         storing(conn, store_ahead(conn))  # (a batch is not pipelined: what waits goes first)
-        driver = driver_connection(conn)
+        driver = driver or driver_connection(conn)
         if driver is None:
             conn.execute(self.statement, params)
             return
