@@ -47,8 +47,6 @@ __all__ = [
     "get_thread",
     "hide_thread_run",
     "insert_thread",
-    "insert_thread_run",
-    "move_thread",
     "queued_runs_table",
     "run_rest",
     "runs_of_thread",
@@ -243,30 +241,6 @@ def tenant_threads(conn: Connection, tenant: str) -> list[ThreadRow]:
     return [_thread(row) for row in rows]
 
 
-def move_thread(
-    conn: Connection,
-    thread_id: str,
-    *,
-    expected_run_id: str | None,
-    run_id: str,
-    metadata: Mapping[str, Any],
-    now: datetime,
-) -> bool:
-    """Make ``run_id`` the thread's current run, if its current run is still ``expected_run_id``.
-
-    The compare-and-set that lets exactly one of two concurrent inputs start the thread's next
-    run; returns whether this call won.
-    """
-    current = threads_table.c.run_id
-    matches = current.is_(None) if expected_run_id is None else current == expected_run_id
-    changed = conn.execute(
-        update(threads_table)
-        .where(threads_table.c.thread_id == thread_id, matches)
-        .values(run_id=run_id, metadata=dict(metadata), updated_at=now)
-    ).rowcount
-    return bool(changed)
-
-
 def start_thread_run(
     conn: Connection,
     thread_id: str,
@@ -280,8 +254,10 @@ def start_thread_run(
     now: datetime,
     listed_at: datetime | None = None,
 ) -> bool:
-    """:func:`move_thread` and, if it won, :func:`insert_thread_run` (listed at ``listed_at``,
-    default ``now``); returns whether the move won.
+    """Make ``run_id`` the thread's current run if its current run is still ``expected_run_id``
+    (the compare-and-set that lets exactly one of two concurrent inputs start the thread's next
+    run) and, if that won, list the run under the thread (at ``listed_at``, default ``now``);
+    returns whether the move won.
 
     On PostgreSQL both go out in one round trip, so the run is listed even when the move lost:
     on ``False`` the caller must roll the transaction back (as it does to refuse the input).
@@ -366,29 +342,6 @@ def delete_thread(conn: Connection, thread_id: str) -> None:
     conn.execute(queued_runs_table.delete().where(queued_runs_table.c.thread_id == thread_id))
     conn.execute(thread_runs_table.delete().where(thread_runs_table.c.thread_id == thread_id))
     conn.execute(threads_table.delete().where(threads_table.c.thread_id == thread_id))
-
-
-def insert_thread_run(
-    conn: Connection,
-    run_id: str,
-    thread_id: str,
-    *,
-    assistant_id: str,
-    metadata: Mapping[str, Any],
-    multitask_strategy: str,
-    now: datetime,
-) -> None:
-    """Record that OpenWOP run ``run_id`` belongs to ``thread_id``."""
-    conn.execute(
-        thread_runs_table.insert().values(
-            run_id=run_id,
-            thread_id=thread_id,
-            assistant_id=assistant_id,
-            metadata=dict(metadata),
-            multitask_strategy=multitask_strategy,
-            created_at=now,
-        )
-    )
 
 
 def _run_query() -> Any:

@@ -22,7 +22,7 @@ from typing import Any, Final
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.store.engine import Connection, IntegrityError, reading
 from wop_langgraph.store.lg_queue import QueuedRun, next_queued, ready_threads, take_queued
-from wop_langgraph.store.lg_threads import get_thread, insert_thread_run, move_thread, seed_checkpoint
+from wop_langgraph.store.lg_threads import get_thread, seed_checkpoint, start_thread_run
 from wop_langgraph.store.runs import TERMINAL_STATUSES
 
 __all__ = ["ENQUEUE", "RunQueue"]
@@ -124,19 +124,19 @@ class RunQueue:
         def on_commit(conn: Connection, snapshot: dict[str, Any]) -> None:
             # One transaction: exactly one promoter takes the row and moves the thread.
             now = self.host.clock()
-            if not take_queued(conn, queued.run_id) or not move_thread(
-                conn, thread_id, expected_run_id=previous, run_id=queued.run_id, metadata=metadata, now=now
-            ):
-                raise _Lost
-            insert_thread_run(
+            if not take_queued(conn, queued.run_id) or not start_thread_run(
                 conn,
-                queued.run_id,
                 thread_id,
+                expected_run_id=previous,
+                run_id=queued.run_id,
+                metadata=metadata,
                 assistant_id=queued.assistant_id,
-                metadata=queued.metadata,
+                run_metadata=queued.metadata,
                 multitask_strategy=ENQUEUE,
-                now=queued.created_at,  # listed where it was asked for
-            )
+                now=now,
+                listed_at=queued.created_at,  # listed where it was asked for
+            ):
+                raise _Lost  # (rolls back the take and, on PostgreSQL, the listing)
             if previous is not None:
                 seed_checkpoint(conn, previous, queued.run_id)
 
