@@ -24,9 +24,8 @@ from wop_langgraph.store.events import read_events
 from wop_langgraph.store.interrupts import get_interrupt
 from wop_langgraph.store.receipts import (
     StoredReceipt,
-    counted_last_sequence,
     insert_receipts,
-    log_closed,
+    log_head,
     receipt_names,
 )
 
@@ -59,9 +58,10 @@ def issue_receipts(conn: Connection, run_id: str, keys: ReceiptKeys, *, now: dat
             name = f"vote/{event.sequence}/{voter}"
             if name not in names:
                 add(name, "vote", event.sequence, statement)
-    last = read_events(conn, run_id, after=counted_last_sequence(conn, run_id) - 1)
+    last_sequence, closed = log_head(conn, run_id)
+    last = read_events(conn, run_id, after=last_sequence - 1)
     if last and last[-1].chain_hash is not None and f"checkpoint/{last[-1].sequence}" not in names:
-        statement = checkpoint_statement(last[-1], closed=log_closed(conn, run_id), signed_at=iso_z(now))
+        statement = checkpoint_statement(last[-1], closed=closed, signed_at=iso_z(now))
         add(f"checkpoint/{last[-1].sequence}", "checkpoint", last[-1].sequence, statement)
     insert_receipts(conn, issued)
     return issued

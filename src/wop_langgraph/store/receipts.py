@@ -20,9 +20,8 @@ from wop_langgraph.store.run_tables import event_counters_table
 
 __all__ = [
     "StoredReceipt",
-    "counted_last_sequence",
     "insert_receipts",
-    "log_closed",
+    "log_head",
     "read_receipts",
     "receipt_names",
     "receipts_table",
@@ -90,15 +89,11 @@ def receipt_names(conn: Connection, run_id: str) -> set[str]:
     return set(conn.execute(select(t.c.name).where(t.c.run_id == run_id)).scalars())
 
 
-def log_closed(conn: Connection, run_id: str) -> bool:
-    """Whether ``run_id``'s event log is closed (its run ended)."""
+def log_head(conn: Connection, run_id: str) -> tuple[int, bool]:
+    """The last sequence ``run_id``'s counter has handed out (``-1``: none) and whether its log
+    is closed (its run ended), in one read. From the counter, not from the events, so a deleted
+    last event is not taken for the log's end."""
     counters = event_counters_table
-    return bool(conn.execute(select(counters.c.closed).where(counters.c.run_id == run_id)).scalar())
-
-
-def counted_last_sequence(conn: Connection, run_id: str) -> int:
-    """The last sequence ``run_id``'s counter has handed out (``-1``: none). Read from the
-    counter, not from the events, so a deleted last event is not taken for the log's end."""
-    counters = event_counters_table
-    found = conn.execute(select(counters.c.next_sequence).where(counters.c.run_id == run_id)).scalar()
-    return -1 if found is None else int(found) - 1
+    query = select(counters.c.next_sequence, counters.c.closed).where(counters.c.run_id == run_id)
+    found = conn.execute(query).first()
+    return (-1, False) if found is None else (int(found.next_sequence) - 1, bool(found.closed))
