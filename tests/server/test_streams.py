@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
 from wop_langgraph.protocol.errors import RateLimited
@@ -29,3 +31,37 @@ def test_a_slot_is_refused_past_each_limit_and_given_back_once() -> None:
     second.release()
     third.release()
     assert limits.open_streams() == 0
+
+
+async def test_a_streamed_response_calls_on_close_when_the_client_left_before_it_started() -> None:
+    # The client is gone before the response starts: the body generator never runs, so its
+    # finally blocks cannot give back what the route took for the stream; the response must.
+    from starlette.requests import ClientDisconnect
+    from starlette.types import Message
+
+    from wop_langgraph.server.streams import SlotStreamingResponse
+
+    entered: list[str] = []
+    closed: list[str] = []
+
+    async def body() -> AsyncIterator[str]:
+        try:
+            entered.append("body")
+            yield "data: 1\n\n"
+        finally:
+            closed.append("body")
+
+    async def receive() -> Message:
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        raise OSError("the client left")
+
+    limits = StreamLimits(per_key=1, total=1)
+    response = SlotStreamingResponse(
+        limits.hold("a"), body(), media_type="text/event-stream", on_close=lambda: closed.append("route")
+    )
+    scope = {"type": "http", "asgi": {"spec_version": "2.4"}, "method": "GET", "path": "/"}
+    with pytest.raises(ClientDisconnect):
+        await response(scope, receive, send)
+    assert entered == [] and closed == ["route"] and limits.open_streams("a") == 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter
-from collections.abc import AsyncGenerator, AsyncIterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Mapping
 from types import TracebackType
 
 from starlette.responses import StreamingResponse
@@ -107,8 +107,8 @@ class SlotStreamingResponse(StreamingResponse):
 
     The route takes the slot (``limits.hold(key)``) before building this response, so a refusal
     is an ordinary error response; once sent, however the response ends, the slot is given
-    back and the body iterator is closed (its ``finally`` blocks run even if it never started
-    or the client left while it waited).
+    back, ``on_close`` is called and the body iterator is closed (its ``finally`` blocks run if
+    it had started; ``on_close`` runs either way, for what the route took for the stream).
     """
 
     def __init__(
@@ -118,9 +118,11 @@ class SlotStreamingResponse(StreamingResponse):
         *,
         media_type: str | None = None,
         headers: Mapping[str, str] | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(content, media_type=media_type, headers=headers)
         self.slot = slot
+        self.on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -132,3 +134,5 @@ class SlotStreamingResponse(StreamingResponse):
                         await self.body_iterator.aclose()
             finally:
                 self.slot.release()
+                if self.on_close is not None:
+                    self.on_close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import re
 import uuid
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -27,7 +28,7 @@ from wop_langgraph.protocol.errors import Forbidden, ValidationError
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server.langgraph_api.auth import caller_key, require
 from wop_langgraph.server.langgraph_api.bodies import changing, json_body, service_of
-from wop_langgraph.server.langgraph_api.service import Started
+from wop_langgraph.server.langgraph_api.service import LangGraphService, Started
 from wop_langgraph.server.langgraph_api.shapes import run_doc
 from wop_langgraph.server.langgraph_api.streaming import frames, stream_modes, wait_until_resting
 from wop_langgraph.server.state import state_of
@@ -83,6 +84,16 @@ async def _start(
     return started, body
 
 
+def _unwatching(
+    service: LangGraphService, started: Started, modes: Sequence[str]
+) -> Callable[[], None] | None:
+    """What ends a custom-mode stream's watch of its run (taken by ``service.start`` or by the
+    join route) when its response ends, however it ends."""
+    if "custom" not in modes:
+        return None
+    return functools.partial(service.relay.unwatch, started.run_id)
+
+
 async def _run_doc(request: Request, principal: Principal, started: Started) -> dict[str, Any]:
     service = service_of(request)
     row = await run_in_threadpool(service.run, principal, started.thread_id, project_id(started.run_id))
@@ -116,6 +127,7 @@ async def _stream(request: Request, principal: Principal, thread_id: str | None)
                 cancel_on_disconnect=body.get("on_disconnect") == "cancel",
             ),
             media_type="text/event-stream",
+            on_close=_unwatching(service, started, modes),
             headers={
                 **_location(request, started),
                 **_reconnect(started, modes),
@@ -203,13 +215,14 @@ async def join_stream(
     modes = stream_modes([m for m in request.query_params.getlist("stream_mode") if m] or None)
     slot = state_of(request).streams.hold(caller_key(principal))  # 429 before the stream starts
     if "custom" in modes:
-        service.relay.watch(row.run_id)  # its next drives relay; the stream unwatches at its end
+        service.relay.watch(row.run_id)  # its next drives relay, until the response ends
     try:
         return SlotStreamingResponse(
             slot,
             frames(request, state_of(request), service, principal, started, modes),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            on_close=_unwatching(service, started, modes),
         )
     except BaseException:
         if "custom" in modes:

@@ -253,8 +253,6 @@ async def frames(
             yield frame
         rested = True
     finally:
-        if "custom" in modes:
-            service.relay.unwatch(started.run_id)  # watched by the route that began this stream
         if not rested and cancel_on_disconnect:
             # The client left (Starlette cancels the response): with on_disconnect "cancel" the
             # run is cancelled too, off the loop, as the stream may already be torn down.
