@@ -64,7 +64,8 @@ def verify_main(argv: list[str]) -> int:
         verdict = "verified" if report.ok else f"BROKEN at sequence {report.first_broken}"
         print(
             f"run {report.run_id}: {verdict} ({report.events} events, {report.receipts} receipts, "
-            f"{report.checkpoints} checkpoints; checkpointed to sequence {report.covered_to}; "
+            f"{report.checkpoints} checkpoints; checkpointed to sequence {report.covered_to}"
+            f"{'' if report.newest_checkpoint_at is None else ' at ' + report.newest_checkpoint_at}; "
             f"keys {'pinned' if report.keys_pinned else 'from the bundle (not pinned)'})"
         )
         for problem in sorted(report.problems, key=lambda p: -1 if p.sequence is None else p.sequence):

@@ -44,6 +44,9 @@ class DeadlineTimer:
         clock: the host's time source, against which deadlines are compared.
         recheck_seconds: the longest sleep (see the module docstring).
         closed: whether the store went away; the timer then ends by itself.
+        periodic: other periodic work of the host, called (on the timer's thread) each time
+            the timer looks, so at least every ``recheck_seconds``; its failure is logged and
+            does not stop the timer. It throttles itself.
     """
 
     def __init__(
@@ -54,6 +57,7 @@ class DeadlineTimer:
         clock: Callable[[], datetime],
         recheck_seconds: float = DEFAULT_RECHECK_SECONDS,
         closed: Callable[[], bool] = lambda: False,
+        periodic: Callable[[], object] | None = None,
     ) -> None:
         if recheck_seconds <= 0:
             raise ValueError("recheck_seconds must be positive")
@@ -62,6 +66,7 @@ class DeadlineTimer:
         self._clock = clock
         self._recheck = recheck_seconds
         self._closed = closed
+        self._periodic = periodic
         self._poked = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -129,6 +134,11 @@ class DeadlineTimer:
 
     def _tick(self) -> float:
         """Fire if a deadline is due; returns how long to sleep before looking again."""
+        if self._periodic is not None:
+            try:
+                self._periodic()
+            except Exception:
+                _log.exception("the host's periodic work failed; it runs again at the next look")
         now = as_utc(self._clock())
         with self._lock:
             self._target = None

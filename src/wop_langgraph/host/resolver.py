@@ -21,6 +21,7 @@ from wop_langgraph._clock import as_utc, iso_z
 from wop_langgraph.adapters import normalize_resume
 from wop_langgraph.host.delegation import Ballot, ballot_of
 from wop_langgraph.host.eligibility import check_eligible
+from wop_langgraph.host.proofs import Proofs
 from wop_langgraph.host.validation import check_resume_value, require_storable
 from wop_langgraph.protocol.approval import ApprovalResume
 from wop_langgraph.protocol.errors import (
@@ -102,6 +103,8 @@ class ResolverSettings:
     #: Called after a transaction that queued a run has committed, with whether to wake a local
     #: worker for it (not when the caller holds the run's lease and drives it itself).
     on_enqueued: Callable[[str, bool], None]
+    #: Signs a decision's (and a counted vote's) receipts in the transaction recording it.
+    proofs: Proofs | None = None
 
 
 class Resolver:
@@ -329,7 +332,7 @@ class Resolver:
         """
         now = self._s.clock()
         if current.deadline is not None and as_utc(now) >= as_utc(current.deadline):
-            _time_out(conn, current, now)
+            self._decided(conn, current, _time_out(conn, current, now))
             _queued(conn, current.run_id, hook)
             return True, "timed-out"
         if parsed is not None and parsed.action == "ask":
@@ -337,7 +340,9 @@ class Resolver:
         resolved_by = ballot.caster.subject()
         if parsed is None:
             then = None if hook is None else hook.reads(current.run_id)
-            _claim_in(conn, current, resume_value, {}, resolved_by, now, then=then)
+            self._decided(
+                conn, current, _claim_in(conn, current, resume_value, {}, resolved_by, now, then=then)
+            )
             _queued(conn, current.run_id, hook)
             return True, "running"
         data = current.payload["data"]
@@ -358,12 +363,23 @@ class Resolver:
         recorded = [v.as_json() for v in votes]
         if not outcome.decided:
             set_votes(conn, current.interrupt_id, recorded)
+            if self._s.proofs is not None:
+                self._s.proofs.voted_in(conn, current, recorded[-1])
             return False, None
         resolution = approval_resolution(outcome, votes, required_approvals=required)
         then = None if hook is None else hook.reads(current.run_id)
-        _claim_in(conn, current, resume_value, resolution, resolved_by, now, votes=recorded, then=then)
+        decision = _claim_in(
+            conn, current, resume_value, resolution, resolved_by, now, votes=recorded, then=then
+        )
+        self._decided(conn, current, decision)
         _queued(conn, current.run_id, hook)
         return True, "running"
+
+    def _decided(self, conn: Connection, current: InterruptRecord, event_id: str) -> None:
+        """Sign the receipts of the decision on ``current`` that ``event_id`` just logged, in
+        the transaction that logged it."""
+        if self._s.proofs is not None:
+            self._s.proofs.decided_in(conn, current, event_id)
 
     def sweep(self, now: datetime) -> int:
         """Time out expired pending interrupts (see ``WopHost.sweep``); returns how many."""
@@ -380,7 +396,7 @@ class Resolver:
                 current = lock_interrupt(conn, record.interrupt_id)
                 if current is None or not current.is_pending:
                     continue  # another process (or a resolver) got there first
-                _time_out(conn, current, now)
+                self._decided(conn, current, _time_out(conn, current, now))
             if record.run_id not in timed_out:
                 timed_out.append(record.run_id)
             self._s.on_enqueued(record.run_id, True)
@@ -393,10 +409,11 @@ def _queued(conn: Connection, run_id: str, hook: EnqueueHook | None) -> None:
         hook.queued(conn, run_id)
 
 
-def _time_out(conn: Connection, target: InterruptRecord, now: datetime) -> None:
-    """Resolve an interrupt whose deadline passed: an approval is rejected, anything else expires."""
+def _time_out(conn: Connection, target: InterruptRecord, now: datetime) -> str:
+    """Resolve an interrupt whose deadline passed: an approval is rejected, anything else
+    expires. Returns the event id of the ``interrupt.resolved`` logged."""
     resolution = APPROVAL_TIMEOUT if target.kind == "approval" else OTHER_TIMEOUT
-    _claim_in(conn, target, None, dict(resolution), None, now, status="expired")
+    return _claim_in(conn, target, None, dict(resolution), None, now, status="expired")
 
 
 def _claim_in(
@@ -410,11 +427,11 @@ def _claim_in(
     status: str = "resolved",
     votes: list[dict[str, Any]] | None = None,
     then: Reads | None = None,
-) -> None:
+) -> str:
     """Claim (pending -> resolved|expired), with the deciding ``votes`` if given, put the run
     on the queue (``running``: its graph moves again) and append the resolution events, in
     ``conn``; the claim, the queueing and the events are one statement on PostgreSQL (and
-    ``then``'s reads go in its round trip).
+    ``then``'s reads go in its round trip). Returns the event id of ``interrupt.resolved``.
 
     Raises:
         InterruptAlreadyResolved: another caller claimed it first.
@@ -462,6 +479,7 @@ def _claim_in(
         is None
     ):
         raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
+    return events[0].event_id
 
 
 def _turns_so_far(conn: Connection, run_id: str, conversation_id: str) -> int:

@@ -147,7 +147,7 @@ class WopHost:
         self.executor.after_drive.append(self.proofs.issue)
         self.executor.on_release.append(self._enqueued)
         self._resolver = Resolver(
-            ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued)
+            ResolverSettings(self.engine, clock, self.ref_kinds, membership, self._enqueued, self.proofs)
         )
         self.membership = membership  # read by the server to check a link's approver at mint
         #: Whether the deadline timer drives the runs it timed out when this host has no workers.
@@ -160,6 +160,7 @@ class WopHost:
             clock=clock,
             recheck_seconds=deadline_recheck_seconds,
             closed=lambda: saver.closed,
+            periodic=self.proofs.checkpoint_waiting,
         )
         recorder.on_requested.append(lambda _conn, record: self._deadlines.consider(record.deadline))
         # Closing the store closes this host first: its timer's read (or a worker's pass) then
@@ -645,8 +646,6 @@ class WopHost:
             if lease is not None:
                 lease.hand_back()
             raise
-        if result["status"] == "running":
-            self.proofs.issue(run_id)  # the decision's receipt, before the run moves on
         if lease is not None and result["status"] == "running":
             with self.foreground.aside():
                 rested = self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
@@ -682,9 +681,12 @@ class WopHost:
         several processes at once: each interrupt is claimed by exactly one of them. A resolve
         that arrives after the deadline times the gate out itself: the sweep only makes the
         timeout visible sooner. With ``wait``, the runs are driven on (here, if no worker is).
+        It also signs the periodic checkpoints of waiting runs that are due (see
+        :meth:`use_receipt_keys`).
         """
         self.executor.reap_dead_local_leases()
         timed_out = self._resolver.sweep(now or self.clock())
+        self.proofs.checkpoint_waiting()  # throttled: at most once per tenth of its interval
         if wait and timed_out:
             self.run_until_idle()
         return timed_out
@@ -715,9 +717,22 @@ class WopHost:
 
     # -- proofs -----------------------------------------------------------------------------
 
-    def use_receipt_keys(self, keys: ReceiptKeys | None) -> None:
-        """Sign decision receipts and checkpoints with ``keys`` from now on (``None``: stop)."""
-        self.proofs.keys = keys
+    def use_receipt_keys(self, keys: ReceiptKeys | None, *, checkpoint_every: float | None = None) -> None:
+        """Sign decision receipts and checkpoints with ``keys`` from now on (``None``: stop).
+
+        A run waiting for a person gets a fresh signed checkpoint of its log whenever its
+        newest one is ``checkpoint_every`` seconds old (default 3600, or as set before), by
+        the host's deadline timer and sweep (see :meth:`checkpoint_waiting`).
+
+        Raises:
+            ValueError: ``checkpoint_every`` is not positive.
+        """
+        self.proofs.use(keys, checkpoint_every)
+
+    def checkpoint_waiting(self) -> int:
+        """Sign a fresh checkpoint now for each waiting run whose newest checkpoint is older
+        than the interval (as the timer does on its own); returns how many were signed."""
+        return self.proofs.checkpoint_waiting(force=True)
 
     def verify(self, run_id: str) -> Report:
         """Check ``run_id``'s proof in place: its chain, receipts and checkpoints against this
@@ -739,6 +754,10 @@ class WopHost:
     async def averify(self, run_id: str) -> Report:
         """Async :meth:`verify`."""
         return await asyncio.to_thread(self.verify, run_id)
+
+    async def acheckpoint_waiting(self) -> int:
+        """Async :meth:`checkpoint_waiting`."""
+        return await asyncio.to_thread(self.checkpoint_waiting)
 
     async def aexport_proof(self, run_id: str) -> dict[str, Any]:
         """Async :meth:`export_proof`."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -22,10 +23,12 @@ __all__ = [
     "DECISION",
     "STATEMENT",
     "VOTE",
+    "Gate",
     "checkpoint_statement",
     "decision_statement",
     "digest_of_stored",
     "statement_bytes",
+    "vote_statement",
     "vote_statements",
 ]
 
@@ -130,34 +133,48 @@ def decision_statement(event: StoredEvent, shown: Mapping[str, Any], key: str) -
 def vote_statements(
     event: StoredEvent, shown: Mapping[str, Any], key: str
 ) -> list[tuple[str, dict[str, Any]]]:
-    """One ``(voter, statement)`` per vote the decision ``event`` counted (its ``x-votes``)."""
+    """One ``(voter, statement)`` per vote the decision ``event`` counted (its ``x-votes``),
+    each bound to ``event``."""
     payload = event.payload
-    data = shown.get("data") if isinstance(shown.get("data"), Mapping) else {}
-    required = int((data or {}).get("requiredApprovals", 1))
-    found: list[tuple[str, dict[str, Any]]] = []
-    for vote in payload.get(VOTES_MEMBER) or []:
-        predicate = {
-            **_bound(event),
-            "nodeId": payload.get("nodeId", event.node_id),
-            "interruptId": payload.get("interruptId"),
-            "key": key,
-            "voter": vote.get("voter"),
-            "delegate": vote.get("delegate"),
-            "action": vote.get("action"),
-            "override": bool(vote.get("override")),
-            "decision": payload.get("decision"),
-            "requiredApprovals": required,
-            "decidedAt": iso_z(event.timestamp),
-        }
-        found.append(
-            (
-                str(vote.get("voter")),
-                _statement(
-                    f"interrupt:{payload.get('interruptId')}", json_digest(dict(shown)), VOTE, predicate
-                ),
-            )
-        )
-    return found
+    gate = Gate(payload.get("nodeId", event.node_id), payload.get("interruptId"), key, shown)
+    decided_at = iso_z(event.timestamp)
+    return [
+        (str(vote.get("voter")), vote_statement(event, gate, vote, payload.get("decision"), decided_at))
+        for vote in payload.get(VOTES_MEMBER) or []
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """The interrupt a vote is cast on: its node, id, key and the payload the voter was shown."""
+
+    node_id: Any
+    interrupt_id: Any
+    key: str
+    shown: Mapping[str, Any]
+
+
+def vote_statement(
+    anchor: StoredEvent, gate: Gate, vote: Mapping[str, Any], decision: Any, decided_at: str
+) -> dict[str, Any]:
+    """The statement of one counted ``vote`` (an ``x-votes`` entry) on ``gate``, bound to
+    ``anchor``: the decision event that counted it, or, for a vote that did not decide (its
+    ``decision`` then ``None``, ``decided_at`` when it was cast), the run's last event then."""
+    data = gate.shown.get("data") if isinstance(gate.shown.get("data"), Mapping) else {}
+    predicate = {
+        **_bound(anchor),
+        "nodeId": gate.node_id,
+        "interruptId": gate.interrupt_id,
+        "key": gate.key,
+        "voter": vote.get("voter"),
+        "delegate": vote.get("delegate"),
+        "action": vote.get("action"),
+        "override": bool(vote.get("override")),
+        "decision": decision,
+        "requiredApprovals": int((data or {}).get("requiredApprovals", 1)),
+        "decidedAt": decided_at,
+    }
+    return _statement(f"interrupt:{gate.interrupt_id}", json_digest(dict(gate.shown)), VOTE, predicate)
 
 
 def checkpoint_statement(last: StoredEvent, *, closed: bool, signed_at: str) -> dict[str, Any]:

@@ -56,6 +56,8 @@ class Report:
     receipts: int = 0
     checkpoints: int = 0
     covered_to: int | None = None
+    #: When the newest valid checkpoint was signed (its ``signedAt``), if any.
+    newest_checkpoint_at: str | None = None
     keys_pinned: bool = False
     problems: list[Problem] = field(default_factory=list)
 
@@ -79,6 +81,7 @@ class Report:
             "receiptsVerified": self.receipts,
             "checkpointsVerified": self.checkpoints,
             "coveredToSequence": self.covered_to,
+            "newestCheckpointAt": self.newest_checkpoint_at,
             "keysPinned": self.keys_pinned,
             "problems": [p.to_json() for p in sorted(self.problems, key=_order)],
         }
@@ -126,7 +129,8 @@ def verify_bundle(bundle: Mapping[str, Any], keys: PublicKeys | None = None) -> 
             report.problems.append(Problem(None, "malformed", f"the bundle's keys: {exc}"))
             return report
     log = _check_log(run_id, list(bundle.get("events") or []), report)
-    decided: dict[int, set[str]] = {}  # sequence of a decision -> voters with a valid granting vote receipt
+    # interrupt -> (sequence bound, voter) of each valid granting vote receipt
+    granting: dict[Any, set[tuple[int, str]]] = {}
     receipted: set[int] = set()
     for entry in bundle.get("receipts") or []:
         statement = _opened(entry, keys, report)
@@ -140,7 +144,8 @@ def verify_bundle(bundle: Mapping[str, Any], keys: PublicKeys | None = None) -> 
             elif statement["predicateType"] == VOTE and _check_subject(statement, log, sequence, report):
                 report.receipts += 1
                 if predicate.get("action") in _GRANTING:
-                    decided.setdefault(sequence, set()).add(str(predicate.get("voter")))
+                    voter = (sequence, str(predicate.get("voter")))
+                    granting.setdefault(predicate.get("interruptId"), set()).add(voter)
     for entry in bundle.get("checkpoints") or []:
         statement = _opened(entry, keys, report)
         checkpoint = statement is not None and statement["predicateType"] == CHECKPOINT
@@ -148,8 +153,11 @@ def verify_bundle(bundle: Mapping[str, Any], keys: PublicKeys | None = None) -> 
             report.checkpoints += 1
             sequence = int(statement["predicate"]["sequence"])
             report.covered_to = max(sequence, report.covered_to or -1)
+            signed_at = statement["predicate"].get("signedAt")
+            if isinstance(signed_at, str) and signed_at > (report.newest_checkpoint_at or ""):
+                report.newest_checkpoint_at = signed_at  # ISO 8601 UTC: orders as text
     if report.receipts or report.checkpoints:
-        _check_decisions(log, receipted, decided, report)
+        _check_decisions(log, receipted, granting, report)
     return report
 
 
@@ -268,7 +276,8 @@ def _check_subject(statement: Mapping[str, Any], log: _Log, sequence: int, repor
     """The receipt's subject is a payload the log shows was requested before the decision."""
     digest = (statement.get("subject") or [{}])[0].get("digest", {}).get("sha256")
     node = statement["predicate"].get("nodeId")
-    if any(at < sequence and found == digest for at, found, _ in log.requested(node)):
+    # At or before: a vote cast while the request was the log's last event is bound to it.
+    if any(at <= sequence and found == digest for at, found, _ in log.requested(node)):
         return True
     report.problems.append(
         Problem(
@@ -303,8 +312,12 @@ def _check_checkpoint(statement: Mapping[str, Any], log: _Log, run_id: str, repo
     return True
 
 
-def _check_decisions(log: _Log, receipted: set[int], decided: Mapping[int, set[str]], report: Report) -> None:
-    """Every chained decision has a receipt; a granted quorum has enough granting vote receipts."""
+def _check_decisions(
+    log: _Log, receipted: set[int], granting: Mapping[Any, set[tuple[int, str]]], report: Report
+) -> None:
+    """Every chained decision has a receipt; a granted quorum has enough granting vote receipts:
+    of its interrupt, bound at or before the decision (a vote is signed when cast, or with the
+    decision that counted it), by voters whose granting votes the decision records."""
     for sequence, doc in enumerate(log.docs):
         if doc.get("type") != "interrupt.resolved" or doc.get("chainHash") is None:
             continue
@@ -318,12 +331,18 @@ def _check_decisions(log: _Log, receipted: set[int], decided: Mapping[int, set[s
         if not votes or payload.get("decision") != "granted" or any(v.get("override") for v in votes):
             continue
         required = _required(log, sequence, payload.get("nodeId"))
-        if len(decided.get(sequence, set())) < required:
+        counted = {str(v.get("voter")) for v in votes if v.get("action") in _GRANTING}
+        receipted_votes = {
+            voter
+            for at, voter in granting.get(payload.get("interruptId"), set())
+            if at <= sequence and voter in counted
+        }
+        if len(receipted_votes) < required:
             report.problems.append(
                 Problem(
                     sequence,
                     "quorum",
-                    f"the grant at {sequence} has {len(decided.get(sequence, set()))} valid granting "
+                    f"the grant at {sequence} has {len(receipted_votes)} valid granting "
                     f"vote receipts of {required} required",
                 )
             )

@@ -49,7 +49,7 @@ def create_app(host: WopHost, settings: Settings | None = None) -> FastAPI:
     keys = settings.keyring()
     receipt_keys = settings.receipt_keyring()
     if receipt_keys is not None:
-        host.use_receipt_keys(receipt_keys)
+        host.use_receipt_keys(receipt_keys, checkpoint_every=settings.receipt_checkpoint_seconds)
     api_keys = settings.api_keyring()
     delivery = attach_callbacks(host, settings)
     state = ServerState(

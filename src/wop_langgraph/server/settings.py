@@ -42,6 +42,8 @@ class Settings(BaseSettings):
             decision receipts and checkpoints, every one verifies (unset: none are signed;
             the event log is hash-chained all the same).
         receipt_keys_revoked: comma-separated kids whose receipts are reported as revoked.
+        receipt_checkpoint_seconds: a run waiting for a person gets a fresh signed checkpoint
+            of its log whenever its newest one is this old (with ``receipt_keys``).
         api_keys: ``key=tenant:subject:scope+scope`` entries separated by ``;``
             (``approvals:delegate``: the key may vote for the voter a resume value names).
         public_url: the origin links are built on (token URLs, callbacks), e.g.
@@ -81,6 +83,7 @@ class Settings(BaseSettings):
     signing_keys: SecretStr | None = None
     receipt_keys: SecretStr | None = None
     receipt_keys_revoked: str = ""
+    receipt_checkpoint_seconds: float = Field(default=3600.0, gt=0)
     api_keys: SecretStr | None = None
     public_url: str | None = None
     token_ttl_seconds: int = Field(default=1800, ge=1)
