@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from sqlalchemy import Connection, delete
 
 from tests.host._graphs import approval_graph
 from tests.host._support import start
+from wop_langgraph._clock import utcnow
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.proof.keys import ReceiptKeys, generate_seed
 from wop_langgraph.proof.verify import verify_bundle
@@ -103,3 +105,11 @@ def test_a_vote_that_does_not_decide_has_its_receipt_when_the_request_returns(ho
     report = host.verify(run_id)
     assert report.first_broken == decided
     assert {p.code for p in report.problems} == {"quorum"}
+
+
+def test_a_timeout_is_signed_in_the_transaction_that_times_the_gate_out(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph(timeout=60))
+    assert host.sweep(utcnow() + timedelta(seconds=61), wait=False) == 1  # times out; drives nothing
+    (decided,) = resolved_events(host, run_id)
+    decision = predicate(receipts(host, run_id)[f"decision/{decided}"])
+    assert (decision["action"], decision["decision"]) == ("timeout", "rejected")
