@@ -21,6 +21,7 @@ from sqlalchemy import event
 from tests.host._graphs import ALICE, State, approval_graph, clarification_graph, count
 from tests.host._support import HostFactory, events, payloads, start
 from wop_langgraph.host import WopHost
+from wop_langgraph.host.deadlines import DeadlineTimer
 from wop_langgraph.nodes import request_approval
 from wop_langgraph.protocol.errors import InterruptAlreadyResolved
 
@@ -191,3 +192,32 @@ def test_closing_the_store_waits_for_the_timers_read_and_leaves_no_connection_op
     assert waited, "close() returned while the timer was still reading"
     assert not host._deadlines.running
     assert host.engine.pool.checkedin() == 0 and host.engine.pool.checkedout() == 0
+
+
+def test_the_timers_periodic_work_failing_does_not_stop_it_firing_deadlines() -> None:
+    looks: list[int] = []
+    fired = threading.Event()
+    due = datetime.now(UTC) + timedelta(seconds=0.3)
+
+    def periodic() -> None:
+        looks.append(1)
+        raise RuntimeError("the periodic work failed")
+
+    def fire(now: datetime) -> int:
+        fired.set()
+        return 1
+
+    timer = DeadlineTimer(
+        next_deadline=lambda: None if fired.is_set() else due,
+        fire=fire,
+        clock=lambda: datetime.now(UTC),
+        recheck_seconds=0.05,
+        periodic=periodic,
+    )
+    timer.start()
+    try:
+        assert fired.wait(SLACK_SECONDS)
+        time.sleep(0.2)
+        assert len(looks) >= 3  # it went on looking, and calling the periodic work each time
+    finally:
+        timer.stop()

@@ -113,3 +113,16 @@ def test_a_timeout_is_signed_in_the_transaction_that_times_the_gate_out(host: Wo
     (decided,) = resolved_events(host, run_id)
     decision = predicate(receipts(host, run_id)[f"decision/{decided}"])
     assert (decision["action"], decision["decision"]) == ("timeout", "rejected")
+
+
+def test_a_drive_signs_a_decision_recorded_while_no_key_was_configured(host: WopHost) -> None:
+    run_id, _ = start(host, approval_graph())
+    host.use_receipt_keys(None)
+    host.resolve(run_id, "review", {"action": "accept"}, BOB, wait=False)
+    (decided,) = resolved_events(host, run_id)
+    assert f"decision/{decided}" not in receipts(host, run_id)
+    host.use_receipt_keys(KEYS)
+    host.run_until_idle()  # the drive's end signs what the log holds without a receipt
+    assert f"decision/{decided}" in receipts(host, run_id)
+    report = host.verify(run_id)
+    assert report.ok, report.to_json()
