@@ -153,3 +153,11 @@ def test_chain_overhead_benchmark_reports_ratios_against_a_baseline_tree() -> No
         "--skip-full-path",
     )
     assert "append sqlite append1" in out and "x  (" in out
+
+
+def test_receipt_resolve_benchmark_reports_cpu_per_resolve_against_a_baseline_tree() -> None:
+    args = ["--baseline-src", str(REPO / "src"), "--pairs", "1", "--resolves", "5", "--warmup", "1"]
+    out = _run("receipt_resolve.py", *args)
+    assert "sqlite   baseline   cpu" in out and "cpu this tree / baseline:" in out
+    out = _run("receipt_resolve.py", *args, "--statements")
+    assert "statements" in out
