@@ -3,7 +3,9 @@
 A decision receipt's subject is the digest of the exact ``InterruptPayload`` the reviewer was
 shown; its predicate binds the decision to the run's log: the ``interrupt.resolved`` event's
 sequence, its chain value and its digest. A vote receipt does the same for one counted vote of
-a quorum (or delegated) decision. A checkpoint's subject is the run's chain head.
+a quorum (or delegated) decision: bound to the decision that counted it, or, signed when cast
+for a vote that did not decide, to the run's last event at that moment (``decision: null``).
+A checkpoint's subject is the run's chain head.
 """
 
 from __future__ import annotations
