@@ -7,12 +7,16 @@ SIGINT/SIGTERM (its leases then run out and other workers continue its runs). Wi
 ``WOP_NOTIFY_DIRECTORY`` set (the same ``WOP_NOTIFY_*`` settings as ``serve``), it also plans and
 delivers notifications of the interrupts it records; with ``WOP_SIGNING_KEYS`` set, it delivers the
 callbacks (``callbackUrl``) of the runs it drives. Its host's deadline timer applies timeouts when
-they are due, whatever ``--sweep-seconds`` says.
+they are due, whatever ``--sweep-seconds`` says. With ``WOP_RECEIPT_KEYS`` set (as for ``serve``:
+every process over the database needs them), it signs the receipts of the timeouts it applies,
+the checkpoints of the runs it drives and the periodic ones of waiting runs
+(``WOP_RECEIPT_CHECKPOINT_SECONDS``).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import sys
@@ -33,6 +37,7 @@ from wop_langgraph.startup import (
 if TYPE_CHECKING:
     from wop_langgraph.host import WopHost
     from wop_langgraph.notify import Notifier
+    from wop_langgraph.proof.keys import ReceiptKeys
     from wop_langgraph.server.callbacks import CallbackDelivery
 
 __all__ = ["worker_main"]
@@ -73,6 +78,7 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     url = args.database_url or os.environ.get("WOP_DATABASE_URL") or "sqlite:///wop.db"
     try:
         check_database_url(url, COMMAND)
+        receipts = _receipt_keys()
         workflows = load_workflows(args.target, COMMAND)
         host = open_host(
             url,
@@ -86,6 +92,8 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
         return STARTUP_ERROR_STATUS
     for workflow_id, graph in workflows.items():
         host.register(workflow_id, graph)
+    if receipts is not None:
+        host.use_receipt_keys(receipts[0], checkpoint_every=receipts[1])
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
@@ -109,6 +117,34 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
         host.close()
         host.saver.close()
     return 0
+
+
+def _receipt_keys() -> tuple[ReceiptKeys, float] | None:
+    """The receipt keys and checkpoint interval of ``WOP_RECEIPT_KEYS``,
+    ``WOP_RECEIPT_KEYS_REVOKED`` and ``WOP_RECEIPT_CHECKPOINT_SECONDS`` (``None``: unset).
+
+    Raises:
+        StartupError: a malformed key list, or an interval that is not a positive number.
+    """
+    text = os.environ.get("WOP_RECEIPT_KEYS", "").strip()
+    if not text:
+        return None
+    from wop_langgraph.proof.keys import ReceiptKeys
+
+    try:
+        keys = ReceiptKeys.parse(text, revoked=os.environ.get("WOP_RECEIPT_KEYS_REVOKED", ""))
+    except ValueError as exc:
+        raise StartupError(f"{COMMAND}: WOP_RECEIPT_KEYS: {exc}") from None
+    every = os.environ.get("WOP_RECEIPT_CHECKPOINT_SECONDS", "3600")
+    try:
+        seconds = float(every)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < math.inf:
+        raise StartupError(
+            f"{COMMAND}: WOP_RECEIPT_CHECKPOINT_SECONDS must be a positive number, not {every!r}"
+        )
+    return keys, seconds
 
 
 def _callbacks(host: WopHost) -> CallbackDelivery | None:
