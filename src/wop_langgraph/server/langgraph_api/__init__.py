@@ -49,7 +49,14 @@ def create_langgraph_app(state: ServerState) -> FastAPI:
 
 
 def mount_langgraph_api(app: FastAPI, state: ServerState) -> None:
-    """Mount the LangGraph API under ``WOP_LANGGRAPH_PREFIX`` (nothing when it is empty)."""
+    """Mount the LangGraph API under ``WOP_LANGGRAPH_PREFIX`` (nothing when it is empty).
+
+    The mount is the app's first route: every path under the prefix is the LangGraph API's, and
+    its requests (a client's hot loop) are routed at once instead of being matched against each
+    OpenWOP route first.
+    """
     prefix = state.settings.langgraph_prefix
     if prefix:
         app.mount(prefix, create_langgraph_app(state))
+        routes = app.router.routes
+        routes.insert(0, routes.pop())
