@@ -207,14 +207,24 @@ def insert_thread(
     conn: Connection, thread_id: str, tenant: str, metadata: Mapping[str, Any], *, now: datetime
 ) -> None:
     """Insert a new thread (the caller checked that the id is free)."""
-    conn.execute(
+    _insert_thread_statement().rowcount(
+        conn,
+        {"new_thread": thread_id, "new_tenant": tenant, "new_metadata": dict(metadata), "new_now": now},
+    )
+
+
+@functools.cache
+def _insert_thread_statement() -> DriverStatement:
+    """The insert of :func:`insert_thread`, built and compiled once (one per ``threads.create``)."""
+    t = threads_table.c
+    return driver_statement(
         threads_table.insert().values(
-            thread_id=thread_id,
-            tenant=tenant,
-            metadata=dict(metadata),
+            thread_id=bindparam("new_thread"),
+            tenant=bindparam("new_tenant"),
+            metadata=bindparam("new_metadata", type_=t.metadata.type),
             run_id=None,
-            created_at=now,
-            updated_at=now,
+            created_at=bindparam("new_now", type_=t.created_at.type),
+            updated_at=bindparam("new_now", type_=t.updated_at.type),
         )
     )
 
@@ -329,10 +339,22 @@ def touch_thread(
     conn: Connection, thread_id: str, *, now: datetime, metadata: Mapping[str, Any] | None = None
 ) -> None:
     """Mark the thread updated (a resume, a cancel), optionally replacing its metadata."""
-    values: dict[str, Any] = {"updated_at": now}
+    params: dict[str, Any] = {"touch_thread": thread_id, "touch_now": now}
     if metadata is not None:
-        values["metadata"] = dict(metadata)
-    conn.execute(update(threads_table).where(threads_table.c.thread_id == thread_id).values(**values))
+        params["touch_metadata"] = dict(metadata)
+    _touch_statement(metadata is not None).rowcount(conn, params)
+
+
+@functools.lru_cache(maxsize=2)
+def _touch_statement(with_metadata: bool) -> DriverStatement:
+    """The update of :func:`touch_thread`, built and compiled once (one per resume)."""
+    t = threads_table.c
+    values: dict[str, Any] = {"updated_at": bindparam("touch_now", type_=t.updated_at.type)}
+    if with_metadata:
+        values["metadata"] = bindparam("touch_metadata", type_=t.metadata.type)
+    return driver_statement(
+        update(threads_table).where(t.thread_id == bindparam("touch_thread")).values(**values)
+    )
 
 
 def delete_thread(conn: Connection, thread_id: str) -> None:
