@@ -102,3 +102,33 @@ async def test_runs_wait_drives_its_run_when_a_drive_thread_is_free(db_url: str,
     assert [name.startswith("wop-worker-") for name in ran_on] == [not wait_drives] * 3
     assert types[0] == "run.started" and types[-1] == "run.completed"
     assert types.count("interrupt.requested") == 1 and types.count("interrupt.resolved") == 1
+
+
+async def test_a_runs_wait_that_completed_its_run_answers_without_reading_its_state(db_url: str) -> None:
+    # The drive hands back the final state it wrote (the run's outputs): the answer is that,
+    # with no checkpoint read after the drive (the drive's own read, with its claim, is one).
+    from tests.host.test_final_state import checkpoint_reads
+
+    host = WopHost.from_url(db_url)
+    host.register("mail", _graph())
+    try:
+        async with serving(create_app(host, make_settings(db_url, workers=2))) as client:
+            created = await client.post("/langgraph/threads", json={}, headers=ALICE)
+            tid = created.json()["thread_id"]
+            url = f"/langgraph/threads/{tid}/runs/wait"
+            asked = await client.post(
+                url, json={"assistant_id": "mail", "input": {"to": "a@example.com"}}, headers=ALICE
+            )
+            assert "__interrupt__" in asked.json(), asked.text
+            with checkpoint_reads() as reads:
+                done = await client.post(
+                    url,
+                    json={"assistant_id": "mail", "command": {"resume": {"action": "send"}}},
+                    headers=ALICE,
+                )
+            state = (await client.get(f"/langgraph/threads/{tid}/state", headers=ALICE)).json()
+    finally:
+        host.saver.close()
+    assert done.status_code == 200, done.text
+    assert done.json() == state["values"] and done.json()["decision"] == "send"
+    assert reads[0] == 1

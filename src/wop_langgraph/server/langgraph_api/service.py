@@ -26,6 +26,7 @@ from wop_langgraph.host.driver import jsonable
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import mint_tenant_id, unproject_id
+from wop_langgraph.protocol.snapshot import RESULT_EXTENSION
 from wop_langgraph.server.langgraph_api.enqueue import ENQUEUE, RunQueue
 from wop_langgraph.server.langgraph_api.errors import PendingInterrupts, RunBusy, ThreadBusy, Unsupported
 from wop_langgraph.server.langgraph_api.relay import CustomRelay
@@ -78,7 +79,8 @@ class Started:
     ``baseline`` is the run's latest checkpoint id before the request: a stream shows what
     comes after it. ``rested``: the OpenWOP status the run rested in, when the request drove it
     to rest itself (``None``: a worker drives it); ``outcome``: then also what ``runs/wait``
-    answers (:meth:`LangGraphService.outcome`), read in the same call.
+    answers (:meth:`LangGraphService.outcome`), read in the same call. ``outputs``: the final
+    state the drive wrote, when it completed the run (the host hands it back).
     """
 
     thread_id: str
@@ -89,6 +91,7 @@ class Started:
     custom_after: int = 0
     rested: str | None = None
     outcome: dict[str, Any] | None = None
+    outputs: dict[str, Any] | None = None
 
 
 def is_resting(status: str) -> bool:
@@ -471,6 +474,7 @@ class LangGraphService:
         baseline = None if wait else self.latest_checkpoint(row.workflow_id, row.run_id)
         custom_after = self.relay.position(row.run_id)
         rested = None
+        outputs: dict[str, Any] | None = None
         touched: list[bool] = []
         if goto is not None:
             if goto not in (END, [END]) or "resume" in command:
@@ -499,7 +503,7 @@ class LangGraphService:
                     row.run_id, node_id, value, principal, key=key, wait=drive, on_decided=touch
                 )
                 if drive:
-                    rested = str(result["status"])
+                    rested, outputs = str(result["status"]), result.get("outputs")
             else:
                 # Several decisions are applied whole; the run is left to the workers.
                 self.host.resolve_all(row.run_id, resolves, principal)
@@ -510,7 +514,9 @@ class LangGraphService:
                 touch_thread(conn, row.thread_id, now=self.host.clock())
         if goto is not None:
             self.queue.promote(row.thread_id)  # the next enqueued run's turn
-        return Started(row.thread_id, row.run_id, row.workflow_id, baseline, custom_after, rested)
+        return Started(
+            row.thread_id, row.run_id, row.workflow_id, baseline, custom_after, rested, outputs=outputs
+        )
 
     def _next_run(
         self,
@@ -571,8 +577,16 @@ class LangGraphService:
             graph_id, body.get("input"), owner=principal, wait=drive, on_commit=on_commit, run_id=run_id
         )
         rested = str(created["status"]) if drive else None
+        outputs = (
+            (created.get("extensions") or {}).get(RESULT_EXTENSION, {}).get("outputs") if drive else None
+        )
         return Started(
-            row.thread_id, created["runId"], graph_id, seeded[0] if seeded else None, rested=rested
+            row.thread_id,
+            created["runId"],
+            graph_id,
+            seeded[0] if seeded else None,
+            rested=rested,
+            outputs=outputs,
         )
 
     def _enqueue(
@@ -679,10 +693,18 @@ class LangGraphService:
         ``__interrupt__`` while it waits and ``__error__`` when it failed (as LangGraph's server).
 
         The status the request's own drive rested in (``Started.rested``) is taken as it is,
-        unless the run failed (the snapshot has the error)."""
+        unless the run failed (the snapshot has the error); a run it completed answers with the
+        final state the drive wrote (``Started.outputs``), read again only where that is not
+        what ``get_state`` shows (a graph whose state is one value, not a dict)."""
         # A run this request drove (``rested``) has started: only another's may never have.
         if started.rested is None and self._never_started(started.run_id):
             return {}  # cancelled before it started: it has no state of its own
+        if (
+            started.rested == "completed"
+            and started.outputs is not None
+            and not isinstance(self._graph(started.workflow_id).stream_channels_asis, str)
+        ):
+            return dict(started.outputs)
         status: dict[str, Any] = (
             {"status": started.rested}
             if started.rested is not None and started.rested != "failed"
