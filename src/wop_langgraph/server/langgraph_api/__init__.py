@@ -32,7 +32,9 @@ def create_langgraph_app(state: ServerState) -> FastAPI:
     service = LangGraphService(state.host, wait_drives=wait_drives)
     service.queue.start()  # starts enqueued runs when their turn comes (and those queued before a restart)
     app.state.langgraph = service
-    modules = (routes_assistants, routes_threads, routes_runs)
+    # Runs first: a client's hot loop is runs/wait and runs/stream, matched route by route in
+    # this order (no path of one module is another's: the order changes no answer).
+    modules = (routes_runs, routes_threads, routes_assistants)
     for module in modules:
         app.include_router(module.router)
     install_error_handlers(app, [route for module in modules for route in module.router.routes])
