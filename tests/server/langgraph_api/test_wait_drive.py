@@ -8,6 +8,7 @@ OpenWOP event log, with the resolution recorded for the API key's principal.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any, TypedDict
 
@@ -132,3 +133,38 @@ async def test_a_runs_wait_that_completed_its_run_answers_without_reading_its_st
     assert done.status_code == 200, done.text
     assert done.json() == state["values"] and done.json()["decision"] == "send"
     assert reads[0] == 1
+
+
+async def test_a_langgraph_run_that_suspends_is_not_looked_up_for_a_callback(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its runs are created with no callbackUrl (which never changes): the callback delivery
+    # does not read the run's row to learn it, as it does for a run created elsewhere.
+    from wop_langgraph.server import callbacks
+
+    looked: list[str] = []
+    original = callbacks.callback_url_of
+
+    def counted(conn: Any, run_id: str) -> str | None:
+        looked.append(run_id)
+        return original(conn, run_id)
+
+    monkeypatch.setattr(callbacks, "callback_url_of", counted)
+    host = WopHost.from_url(db_url)
+    host.register("mail", _graph())
+    try:
+        app = create_app(host, make_settings(db_url, workers=2))
+        async with serving(app) as client:
+            tid = (await client.post("/langgraph/threads", json={}, headers=ALICE)).json()["thread_id"]
+            asked = await client.post(
+                f"/langgraph/threads/{tid}/runs/wait",
+                json={"assistant_id": "mail", "input": {"to": "a@example.com"}},
+                headers=ALICE,
+            )
+            assert "__interrupt__" in asked.json(), asked.text
+            run_id = asked.headers["content-location"].rsplit("/", 1)[-1].replace("~2F", "/")
+            app.state.wop.delivery.deliver_run(run_id)  # a run created elsewhere is looked up
+            await asyncio.sleep(0.3)  # (the delivery thread had its chance)
+    finally:
+        host.saver.close()
+    assert looked == [run_id]

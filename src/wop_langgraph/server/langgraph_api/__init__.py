@@ -29,7 +29,9 @@ def create_langgraph_app(state: ServerState) -> FastAPI:
     app.state.wop = state
     # A runs/wait drives its run itself (none when worker processes drive the runs).
     wait_drives = state.settings.langgraph_wait_drives if state.settings.workers else 0
-    service = LangGraphService(state.host, wait_drives=wait_drives)
+    service = LangGraphService(
+        state.host, wait_drives=wait_drives, created_without_callback=state.delivery.created_without_url
+    )
     service.queue.start()  # starts enqueued runs when their turn comes (and those queued before a restart)
     app.state.langgraph = service
     # Runs first: a client's hot loop is runs/wait and runs/stream, matched route by route in

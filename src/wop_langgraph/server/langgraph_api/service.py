@@ -12,7 +12,7 @@ deadline and audit of any resolve); a cancel or Agent Inbox's "ignore" cancels t
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -121,10 +121,21 @@ class LangGraphService:
     take the threads other requests are answered on. Beyond that, and with ``0`` (a server
     whose runs are driven by ``worker`` processes), the run is queued for the workers like any
     other and the request waits for it.
+
+    ``created_without_callback(run_id)`` is told of each run this service is about to create
+    (none has a ``callbackUrl``), before it exists (the callback delivery then need not read
+    the run's row when it suspends).
     """
 
-    def __init__(self, host: WopHost, *, wait_drives: int = 0) -> None:
+    def __init__(
+        self,
+        host: WopHost,
+        *,
+        wait_drives: int = 0,
+        created_without_callback: Callable[[str], None] | None = None,
+    ) -> None:
         self.host = host
+        self._created_without_callback = created_without_callback
         self.drive_limiter = CapacityLimiter(wait_drives) if wait_drives > 0 else None
         #: Starts enqueued runs when their turn comes (its scan is started by the app).
         self.queue = RunQueue(host, assistant_uuid)
@@ -573,6 +584,9 @@ class LangGraphService:
                 )
             seeded.append(seed_checkpoint(conn, previous, new) if previous else None)
 
+        run_id = run_id or mint_tenant_id(principal.tenant)
+        if self._created_without_callback is not None:
+            self._created_without_callback(run_id)
         created = self.host.create_run(
             graph_id, body.get("input"), owner=principal, wait=drive, on_commit=on_commit, run_id=run_id
         )
