@@ -36,7 +36,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import SQLModel
 
 from wop_langgraph.store.checkpoint_tables import checkpoints_table
-from wop_langgraph.store.run_tables import ID_LENGTH, runs_table
+from wop_langgraph.store.interrupts import InterruptRecord
+from wop_langgraph.store.run_tables import ID_LENGTH, interrupts_table, runs_table
 from wop_langgraph.store.statements import DriverStatement, driver_statement, named_together
 
 __all__ = [
@@ -239,6 +240,45 @@ def get_thread(conn: Connection, thread_id: str) -> ThreadRow | None:
 def _get_thread_statement() -> DriverStatement:
     """The read of :func:`get_thread`, built and compiled once (it runs on every thread request)."""
     return driver_statement(_thread_query().where(threads_table.c.thread_id == bindparam("of_thread")))
+
+
+def thread_with_pending(conn: Connection, thread_id: str) -> tuple[ThreadRow | None, list[InterruptRecord]]:
+    """:func:`get_thread`, and the pending interrupts of the thread's current run oldest first
+    (what a resume answers), read together: on PostgreSQL one round trip (in a begun
+    transaction of ``conn``, autocommit or not).
+
+    The second statement finds the current run afresh: a caller whose thread row names another
+    run (a new input started one between the two) must not take these for its run's.
+    """
+    found, pending = named_together(
+        conn,
+        [
+            (_get_thread_statement(), {"of_thread": thread_id}),
+            (_pending_of_thread_statement(), {"pending_thread": thread_id, "pending_status": "pending"}),
+        ],
+    )
+    records = [InterruptRecord(**{name: getattr(r, name) for name in _RECORD_FIELDS}) for r in pending]
+    return (_thread(found[0]) if found else None), records
+
+
+_RECORD_FIELDS = tuple(InterruptRecord.__dataclass_fields__)
+
+
+@functools.cache
+def _pending_of_thread_statement() -> DriverStatement:
+    """The second read of :func:`thread_with_pending` (as ``WopHost.pending_interrupts``
+    orders them), built and compiled once."""
+    i = interrupts_table.c
+    current = (
+        select(threads_table.c.run_id)
+        .where(threads_table.c.thread_id == bindparam("pending_thread"))
+        .scalar_subquery()
+    )
+    return driver_statement(
+        select(interrupts_table)
+        .where(i.run_id == current, i.status == bindparam("pending_status"))
+        .order_by(i.created_at, i.visit_index, i.ordinal)
+    )
 
 
 def tenant_threads(conn: Connection, tenant: str) -> list[ThreadRow]:

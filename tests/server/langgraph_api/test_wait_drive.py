@@ -168,3 +168,30 @@ async def test_a_langgraph_run_that_suspends_is_not_looked_up_for_a_callback(
     finally:
         host.saver.close()
     assert looked == [run_id]
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+async def test_a_resume_reads_its_thread_and_the_pending_interrupts_in_one_round_trip(db_url: str) -> None:
+    # What the resume answers is read with the thread (one pipeline), not after it.
+    from tests.round_trips import statements
+
+    host = WopHost.from_url(db_url)
+    host.register("mail", _graph())
+    try:
+        app = create_app(host, make_settings(db_url, workers=2))
+        (mount,) = [r for r in app.routes if getattr(r, "path", None) == "/langgraph"]
+        service = mount.app.state.langgraph  # type: ignore[attr-defined]
+        alice = app.state.wop.api_keys.principals["alice-key"]
+        async with serving(app) as client:
+            tid = (await client.post("/langgraph/threads", json={}, headers=ALICE)).json()["thread_id"]
+            url = f"/langgraph/threads/{tid}/runs/wait"
+            await client.post(url, json={"assistant_id": "mail", "input": {"to": "a@x.org"}}, headers=ALICE)
+            with statements() as seen:
+                row, pending = await asyncio.to_thread(service._thread_with_pending, alice, tid)
+            resume = {"assistant_id": "mail", "command": {"resume": {"action": "send"}}}
+            done = await client.post(url, json=resume, headers=ALICE)
+    finally:
+        host.saver.close()
+    assert pending is not None and [r.run_id for r in pending] == [row.run_id]
+    assert len(seen) == 2 and all(piped for _, _, piped in seen), seen
+    assert done.json()["decision"] == "send"

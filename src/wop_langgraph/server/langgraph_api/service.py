@@ -39,6 +39,7 @@ from wop_langgraph.server.langgraph_api.shapes import (
     thread_status,
 )
 from wop_langgraph.store.engine import Connection, one_statement, reading
+from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.lg_queue import (
     QueuedRun,
     cancel_queued,
@@ -60,6 +61,7 @@ from wop_langgraph.store.lg_threads import (
     start_thread_run,
     tenant_threads,
     thread_run,
+    thread_with_pending,
     touch_thread,
 )
 
@@ -177,9 +179,24 @@ class LangGraphService:
         """
         with reading(self.host.engine) as conn:
             row = get_thread(conn, thread_id)
-        if row is None or row.tenant != principal.tenant:
-            raise NotFound(f"no thread {thread_id!r}")
-        return row
+        return _own(row, principal, thread_id)
+
+    def _thread_with_pending(
+        self, principal: Principal, thread_id: str
+    ) -> tuple[ThreadRow, list[InterruptRecord] | None]:
+        """:meth:`thread`, and the pending interrupts of its current run, in one read; ``None``
+        when that read found none, or found another run current (the caller reads them itself:
+        an empty answer cannot tell whose run it was).
+
+        Raises:
+            NotFound: no such thread for this caller.
+        """
+        # (begun: on PostgreSQL, still in autocommit, the two go out in one pipeline)
+        with reading(self.host.engine) as conn, conn.begin():
+            row, pending = thread_with_pending(conn, thread_id)
+        mine = _own(row, principal, thread_id)
+        ours = pending and all(r.run_id == mine.run_id for r in pending)
+        return mine, (pending if ours else None)
 
     def create_thread(
         self, principal: Principal, thread_id: str | None, metadata: Any, if_exists: str | None
@@ -436,15 +453,20 @@ class LangGraphService:
         """
         _refuse_unsupported(body)
         graph_id = self.graph_id(_required_str(body, "assistant_id"))
+        command = body.get("command")
+        # A resume answers the current run's pending interrupts: read with the thread.
+        pending: list[InterruptRecord] | None = None
         try:
-            row = self.thread(principal, thread_id)
+            if isinstance(command, dict) and "resume" in command:
+                row, pending = self._thread_with_pending(principal, thread_id)
+            else:
+                row = self.thread(principal, thread_id)
         except NotFound:
             if body.get("if_not_exists") != "create":
                 raise
             self.create_thread(principal, thread_id, None, "do_nothing")
             row = self.thread(principal, thread_id)
         drive = wait and drive
-        command = body.get("command")
         # The run a streamed custom mode watches: the current one for a resume, else a new id.
         watched = (
             (row.run_id if command is not None else mint_tenant_id(principal.tenant)) if custom else None
@@ -453,7 +475,7 @@ class LangGraphService:
             self.relay.watch(watched)
         try:
             if command is not None:
-                started = self._command(principal, row, command, wait=wait, drive=drive)
+                started = self._command(principal, row, command, wait=wait, drive=drive, pending=pending)
             else:
                 started = self._next_run(principal, row, graph_id, body, drive=drive, run_id=watched)
         except BaseException:
@@ -465,8 +487,17 @@ class LangGraphService:
         return started
 
     def _command(
-        self, principal: Principal, row: ThreadRow, command: Any, *, wait: bool, drive: bool
+        self,
+        principal: Principal,
+        row: ThreadRow,
+        command: Any,
+        *,
+        wait: bool,
+        drive: bool,
+        pending: list[InterruptRecord] | None = None,
     ) -> Started:
+        """A ``command``: resume the current run's interrupts (``pending``: as read with
+        ``row``, if they were), or end it (``goto``)."""
         if not isinstance(command, dict):
             raise ValidationError("command must be an object", details={"field": "command"})
         if command.get("update") is not None:
@@ -497,9 +528,11 @@ class LangGraphService:
             # Every value is translated (and a bad one refused) before anything is applied, and
             # the host applies them all or none (one transaction): a refused answer leaves the
             # others pending, and of two concurrent batches one wins whole.
+            if pending is None:
+                pending = self.host.pending_interrupts(row.run_id)
             resolves = [
                 (record.node_id, record.key, approval_resume(record, value))
-                for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"])
+                for record, value in answers(pending, command["resume"])
             ]
             if len(resolves) == 1:
                 # The decision is driven here when the caller drives (the common case); the
@@ -794,6 +827,17 @@ def _queued_row(queued: QueuedRun) -> ThreadRunRow:
         queued.updated_at,
         queued.graph_id,
     )
+
+
+def _own(row: ThreadRow | None, principal: Principal, thread_id: str) -> ThreadRow:
+    """``row`` if it is the caller's thread; another tenant's is as missing as one that never existed.
+
+    Raises:
+        NotFound: no such thread for this caller.
+    """
+    if row is None or row.tenant != principal.tenant:
+        raise NotFound(f"no thread {thread_id!r}")
+    return row
 
 
 def _effective(row: ThreadRow) -> str:
