@@ -172,6 +172,38 @@ def all_in(client: httpx.Client, run_ids: list[str], wanted: tuple[str, ...]) ->
     return check
 
 
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) used so far by process ``pid`` and every live descendant of it,
+    from ``/proc`` (``None`` where there is no ``/proc``): a per-operation figure that, unlike
+    wall-clock rates, holds on a loaded machine."""
+    proc = Path("/proc")
+    if not (proc / str(pid) / "stat").exists():
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, int] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # it ended meanwhile
+            continue
+        # Fields after the command (which may hold spaces): state ppid ... utime(14) stime(15).
+        fields = stat[stat.rindex(")") + 2 :].split()
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = int(fields[11]) + int(fields[12])
+    tree = {pid}
+    grew = True  # a child's id is not always above its parent's: grow the tree to a fixpoint
+    while grew:
+        grew = False
+        for child, parent in parents.items():
+            if parent in tree and child not in tree:
+                tree.add(child)
+                grew = True
+    return sum(used.get(p, 0) for p in tree) / ticks
+
+
 def row(cells: list[Any], widths: list[int]) -> str:
     """One table line: the first cell left-aligned, the others right-aligned."""
     parts = []

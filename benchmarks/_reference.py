@@ -71,8 +71,8 @@ def _absolute_copy(config: Path, folder: Path) -> Path:
 
 
 @contextmanager
-def langgraph_dev(config: Path, *, jobs: int | None = None) -> Iterator[str]:
-    """``langgraph dev --no-browser`` serving ``config``'s graphs; yields its API base URL.
+def langgraph_dev(config: Path, *, jobs: int | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``langgraph dev --no-browser`` serving ``config``'s graphs; yields its API base URL and process.
 
     ``jobs``: ``--n-jobs-per-worker`` (how many runs it executes at once; the CLI's default
     when ``None``).
@@ -98,7 +98,7 @@ def langgraph_dev(config: Path, *, jobs: int | None = None) -> Iterator[str]:
             base = f"http://127.0.0.1:{port}"
             try:
                 _wait_ready(process, f"{base}/ok", 120, "langgraph dev")
-                yield base
+                yield base, process
             finally:
                 _stop(process)
 

@@ -253,7 +253,7 @@ def main() -> None:
         db = args.db or f"sqlite:///{folder}/compare.db"
         with wop_serve(COMPARE_CONFIG, db) as api:
             ours = observe(api)
-    with langgraph_dev(COMPARE_CONFIG) as api:
+    with langgraph_dev(COMPARE_CONFIG) as (api, _):
         theirs = observe(api)
     print(f"{'flow':<18} {'observation':<52} {'wop-langgraph serve':<34} {'langgraph dev':<34} same")
     differing = 0

@@ -131,7 +131,8 @@ def test_tokens_benchmark_reports_every_mode_against_a_baseline(tmp_path: Path) 
 
 def test_langgraph_api_benchmark_reports_each_backend() -> None:
     out = _run("langgraph_api.py", "--clients", "2", "--cycles", "1")
-    assert "wop sqlite" in out and "resume p99" in out
+    assert "wop sqlite" in out and "resume p99" in out and "CPU ms/cycle" in out
+    assert "load average" in out
     if POSTGRES:
         assert "wop postgres" in out
 

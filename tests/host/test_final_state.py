@@ -129,3 +129,18 @@ def test_a_graph_with_a_narrower_output_schema_completes_with_its_whole_state(
     assert result["status"] == "completed", result
     assert outputs(host, created["runId"]) == {"draft": "text", "decision": "accept"}
     assert reads[0] == 2  # the driver's, and get_state's (which read the final state, not the handed one)
+
+
+def test_a_resolve_that_drove_the_run_to_its_end_returns_its_outputs(make_host: HostFactory) -> None:
+    # As the drive wrote them (the LangGraph API's runs/wait answers with them, reading nothing);
+    # a resolve that only queues the run, or leaves it waiting, has none.
+    host = make_host()
+    host.register(WORKFLOW, approval_graph())
+    created = host.create_run(WORKFLOW, {"log": []}, owner=ALICE)
+    result = host.resolve(created["runId"], "review", ACCEPT, ALICE)
+    assert result["status"] == "completed", result
+    assert result["outputs"] == outputs(host, created["runId"])
+    assert result["outputs"]["log"] == ["write", "review", "publish"]
+    queued = host.create_run(WORKFLOW, {"log": []}, owner=ALICE)
+    left = host.resolve(queued["runId"], "review", ACCEPT, ALICE, wait=False)
+    assert left["status"] == "running" and "outputs" not in left, left

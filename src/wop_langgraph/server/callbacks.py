@@ -89,6 +89,7 @@ def attach_callbacks(host: WopHost, settings: Settings) -> CallbackDelivery:
     )
     host.on_interrupt_requested(delivery.raised)
     host.on_run_rested(delivery.rested)
+    host.on_run_ended(delivery.ended)
     return delivery
 
 
@@ -127,6 +128,9 @@ class CallbackDelivery:
         #: transaction, queued once the drive ends: after the commit, so the read sees it).
         self._raised: set[str] = set()
         self._raised_lock = threading.Lock()
+        #: Runs created in this process without a ``callbackUrl`` (which never changes once a
+        #: run exists): their interrupts have nowhere to go, and nothing is read to learn it.
+        self._urlless: set[str] = set()
 
     def start(self) -> None:
         """Start the worker thread."""
@@ -146,10 +150,27 @@ class CallbackDelivery:
         """A run may have suspended: look at it soon."""
         self._queue.put(run_id)
 
+    def created_without_url(self, run_id: str) -> None:
+        """``run_id`` is being created here without a ``callbackUrl``: its interrupts are not
+        looked at (the periodic scan would still find one, reading the run's row as ever).
+        Forgotten when the run ends (:meth:`ended`), or when too many are noted."""
+        with self._raised_lock:
+            if len(self._urlless) >= _MAX_NOTED:
+                self._urlless.clear()  # a forgotten run is looked at as any other: a read
+            self._urlless.add(run_id)
+
+    def ended(self, run_id: str, _status: str) -> None:
+        """A run ended (the host's ``on_run_ended``): it suspends no more."""
+        with self._raised_lock:
+            self._urlless.discard(run_id)
+
     def raised(self, _conn: object, record: InterruptRecord) -> None:
         """An interrupt is being recorded (the host's ``on_interrupt_requested``): look at its run
-        when the drive rests. No statement here, none on drives that raise nothing."""
+        when the drive rests, unless it was created here without a ``callbackUrl``. No
+        statement here, none on drives that raise nothing."""
         with self._raised_lock:
+            if record.run_id in self._urlless:
+                return
             if len(self._raised) >= _MAX_NOTED:
                 # Interrupts recorded outside a drive (a fork's gate) leave their run here: the
                 # periodic scan delivers those, so forgetting them costs a delay at most.

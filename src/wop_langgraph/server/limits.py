@@ -5,7 +5,9 @@ payload_too_large`` as soon as it passes the configured size), parses a JSON bod
 host's storability check over all of it (64-bit integers, no NUL, no lone surrogates, nesting
 depth, string length), then hands the same bytes to the route. So every client value a route
 stores (inputs, metadata, tags, configurable, resume values, reasons, mint bodies) has passed
-one check, and a refusal happens before anything is written.
+one check, and a refusal happens before anything is written. The parsed document rides in the
+request's scope (:func:`parsed_body`), so a route that reads the body as JSON itself need not
+parse it again.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from wop_langgraph.protocol.errors import PayloadTooLarge, ValidationError, WopE
 from wop_langgraph.protocol.storable import require_storable
 from wop_langgraph.server.errors import error_response
 
-__all__ = ["RequestLimits", "RequestLimitsMiddleware", "parse_json_body"]
+__all__ = ["RequestLimits", "RequestLimitsMiddleware", "parse_json_body", "parsed_body"]
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: The scope key of the JSON document the middleware parsed (absent: it parsed none).
+_PARSED = "wop.parsed_body"
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class RequestLimitsMiddleware:
         try:
             raw = await self._read_body(scope, receive)
             if raw and _is_json(scope):
-                parse_json_body(raw, self.limits)
+                scope[_PARSED] = parse_json_body(raw, self.limits)
         except WopError as exc:
             await error_response(exc)(scope, receive, send)
             return
@@ -106,6 +110,14 @@ class RequestLimitsMiddleware:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+def parsed_body(scope: Scope) -> tuple[bool, Any]:
+    """``(True, document)`` when :class:`RequestLimitsMiddleware` parsed the request's body as
+    JSON (a fresh document of this request's own), else ``(False, None)``."""
+    if _PARSED in scope:
+        return True, scope[_PARSED]
+    return False, None
 
 
 def _too_large(limit: int) -> PayloadTooLarge:

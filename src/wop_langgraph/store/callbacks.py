@@ -7,13 +7,15 @@ one database exactly one of them delivers it; then it records the outcome.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
-from sqlalchemy import Column, Connection, DateTime, Integer, String, Table, Text, select, update
+from sqlalchemy import Column, Connection, DateTime, Integer, String, Table, Text, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import SQLModel
 
 from wop_langgraph.store.run_tables import interrupts_table, runs_table
+from wop_langgraph.store.statements import DriverStatement, driver_statement
 
 __all__ = [
     "callback_url_of",
@@ -54,8 +56,18 @@ def runs_awaiting_callbacks(conn: Connection) -> list[str]:
 
 def callback_url_of(conn: Connection, run_id: str) -> str | None:
     """The run's ``callbackUrl`` (``None``: none, or no such run)."""
-    found = conn.execute(select(runs_table.c.callback_url).where(runs_table.c.run_id == run_id)).scalar()
+    rows = _callback_url_statement().rows(conn, {"of_run": run_id})
+    found = rows[0][0] if rows else None
     return None if found is None else str(found)
+
+
+@functools.cache
+def _callback_url_statement() -> DriverStatement:
+    """The read of :func:`callback_url_of`, built and compiled once (it runs each time a run
+    this process drives suspends)."""
+    return driver_statement(
+        select(runs_table.c.callback_url).where(runs_table.c.run_id == bindparam("of_run"))
+    )
 
 
 def claim_callback(conn: Connection, interrupt_id: str, run_id: str, *, now: datetime) -> bool:

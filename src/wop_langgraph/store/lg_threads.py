@@ -36,7 +36,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import SQLModel
 
 from wop_langgraph.store.checkpoint_tables import checkpoints_table
-from wop_langgraph.store.run_tables import ID_LENGTH, runs_table
+from wop_langgraph.store.interrupts import InterruptRecord
+from wop_langgraph.store.run_tables import ID_LENGTH, interrupts_table, runs_table
 from wop_langgraph.store.statements import DriverStatement, driver_statement, named_together
 
 __all__ = [
@@ -207,14 +208,24 @@ def insert_thread(
     conn: Connection, thread_id: str, tenant: str, metadata: Mapping[str, Any], *, now: datetime
 ) -> None:
     """Insert a new thread (the caller checked that the id is free)."""
-    conn.execute(
+    _insert_thread_statement().rowcount(
+        conn,
+        {"new_thread": thread_id, "new_tenant": tenant, "new_metadata": dict(metadata), "new_now": now},
+    )
+
+
+@functools.cache
+def _insert_thread_statement() -> DriverStatement:
+    """The insert of :func:`insert_thread`, built and compiled once (one per ``threads.create``)."""
+    t = threads_table.c
+    return driver_statement(
         threads_table.insert().values(
-            thread_id=thread_id,
-            tenant=tenant,
-            metadata=dict(metadata),
+            thread_id=bindparam("new_thread"),
+            tenant=bindparam("new_tenant"),
+            metadata=bindparam("new_metadata", type_=t.metadata.type),
             run_id=None,
-            created_at=now,
-            updated_at=now,
+            created_at=bindparam("new_now", type_=t.created_at.type),
+            updated_at=bindparam("new_now", type_=t.updated_at.type),
         )
     )
 
@@ -229,6 +240,45 @@ def get_thread(conn: Connection, thread_id: str) -> ThreadRow | None:
 def _get_thread_statement() -> DriverStatement:
     """The read of :func:`get_thread`, built and compiled once (it runs on every thread request)."""
     return driver_statement(_thread_query().where(threads_table.c.thread_id == bindparam("of_thread")))
+
+
+def thread_with_pending(conn: Connection, thread_id: str) -> tuple[ThreadRow | None, list[InterruptRecord]]:
+    """:func:`get_thread`, and the pending interrupts of the thread's current run oldest first
+    (what a resume answers), read together: on PostgreSQL one round trip (in a begun
+    transaction of ``conn``, autocommit or not).
+
+    The second statement finds the current run afresh: a caller whose thread row names another
+    run (a new input started one between the two) must not take these for its run's.
+    """
+    found, pending = named_together(
+        conn,
+        [
+            (_get_thread_statement(), {"of_thread": thread_id}),
+            (_pending_of_thread_statement(), {"pending_thread": thread_id, "pending_status": "pending"}),
+        ],
+    )
+    records = [InterruptRecord(**{name: getattr(r, name) for name in _RECORD_FIELDS}) for r in pending]
+    return (_thread(found[0]) if found else None), records
+
+
+_RECORD_FIELDS = tuple(InterruptRecord.__dataclass_fields__)
+
+
+@functools.cache
+def _pending_of_thread_statement() -> DriverStatement:
+    """The second read of :func:`thread_with_pending` (as ``WopHost.pending_interrupts``
+    orders them), built and compiled once."""
+    i = interrupts_table.c
+    current = (
+        select(threads_table.c.run_id)
+        .where(threads_table.c.thread_id == bindparam("pending_thread"))
+        .scalar_subquery()
+    )
+    return driver_statement(
+        select(interrupts_table)
+        .where(i.run_id == current, i.status == bindparam("pending_status"))
+        .order_by(i.created_at, i.visit_index, i.ordinal)
+    )
 
 
 def tenant_threads(conn: Connection, tenant: str) -> list[ThreadRow]:
@@ -329,10 +379,22 @@ def touch_thread(
     conn: Connection, thread_id: str, *, now: datetime, metadata: Mapping[str, Any] | None = None
 ) -> None:
     """Mark the thread updated (a resume, a cancel), optionally replacing its metadata."""
-    values: dict[str, Any] = {"updated_at": now}
+    params: dict[str, Any] = {"touch_thread": thread_id, "touch_now": now}
     if metadata is not None:
-        values["metadata"] = dict(metadata)
-    conn.execute(update(threads_table).where(threads_table.c.thread_id == thread_id).values(**values))
+        params["touch_metadata"] = dict(metadata)
+    _touch_statement(metadata is not None).rowcount(conn, params)
+
+
+@functools.lru_cache(maxsize=2)
+def _touch_statement(with_metadata: bool) -> DriverStatement:
+    """The update of :func:`touch_thread`, built and compiled once (one per resume)."""
+    t = threads_table.c
+    values: dict[str, Any] = {"updated_at": bindparam("touch_now", type_=t.updated_at.type)}
+    if with_metadata:
+        values["metadata"] = bindparam("touch_metadata", type_=t.metadata.type)
+    return driver_statement(
+        update(threads_table).where(t.thread_id == bindparam("touch_thread")).values(**values)
+    )
 
 
 def delete_thread(conn: Connection, thread_id: str) -> None:

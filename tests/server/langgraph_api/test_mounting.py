@@ -41,3 +41,18 @@ async def test_the_prefix_setting_moves_or_removes_the_api(
 def test_a_malformed_prefix_is_refused_at_start_up(prefix: str) -> None:
     with pytest.raises(ValidationError, match="WOP_LANGGRAPH_PREFIX"):
         make_settings("sqlite:///unused.db", langgraph_prefix=prefix)
+
+
+def test_no_route_of_the_api_answers_a_path_and_method_of_another() -> None:
+    # The routes are matched in order, runs first for the hot loop: that changes no answer
+    # only while no two routes serve one path and method.
+    import re
+
+    from wop_langgraph.server.langgraph_api import routes_assistants, routes_runs, routes_threads
+
+    routes = [r for m in (routes_runs, routes_threads, routes_assistants) for r in m.router.routes]
+    assert len(routes) > 20
+    for route in routes:
+        path = re.sub(r"\{[^}]+\}", "x", route.path)
+        takers = [r for r in routes if r.methods & route.methods and r.path_regex.fullmatch(path)]
+        assert takers == [route], (route.path, [r.path for r in takers])

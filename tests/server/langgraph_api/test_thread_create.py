@@ -7,6 +7,11 @@ whoever's it is, and the stored thread is unchanged.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
 from tests.server.conftest import make_settings, serving
 from tests.server.langgraph_api.test_wait_drive import ALICE, _graph
 from wop_langgraph.host import WopHost
@@ -41,3 +46,33 @@ async def test_a_created_thread_is_answered_as_stored_and_a_taken_id_is_refused(
             assert kept == first.json() and kept["metadata"] == {"a": 1}
     finally:
         host.saver.close()
+
+
+async def test_a_json_body_is_parsed_once_by_the_request_limits(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The route takes the document the limits parsed and checked; only a body they did not
+    # parse (not declared JSON) is parsed by the route itself.
+    from wop_langgraph.server.langgraph_api import bodies
+
+    parsed: list[bytes] = []
+    loads = bodies.json.loads
+
+    def counted(raw: bytes) -> Any:
+        parsed.append(raw)
+        return loads(raw)
+
+    monkeypatch.setattr(bodies, "json", SimpleNamespace(loads=counted))  # the route's json only
+    host = WopHost.from_url(db_url)
+    try:
+        async with serving(create_app(host, make_settings(db_url, workers=0))) as client:
+            declared = await client.post("/langgraph/threads", json={"metadata": {"a": 1}}, headers=ALICE)
+            plain = {**ALICE, "content-type": "text/plain"}
+            undeclared = await client.post(
+                "/langgraph/threads", content=b'{"metadata": {"a": 2}}', headers=plain
+            )
+    finally:
+        host.saver.close()
+    assert declared.json()["metadata"] == {"a": 1}, declared.text
+    assert undeclared.json()["metadata"] == {"a": 2}, undeclared.text
+    assert parsed == [b'{"metadata": {"a": 2}}']

@@ -8,6 +8,7 @@ OpenWOP event log, with the resolution recorded for the API key's principal.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any, TypedDict
 
@@ -102,3 +103,95 @@ async def test_runs_wait_drives_its_run_when_a_drive_thread_is_free(db_url: str,
     assert [name.startswith("wop-worker-") for name in ran_on] == [not wait_drives] * 3
     assert types[0] == "run.started" and types[-1] == "run.completed"
     assert types.count("interrupt.requested") == 1 and types.count("interrupt.resolved") == 1
+
+
+async def test_a_runs_wait_that_completed_its_run_answers_without_reading_its_state(db_url: str) -> None:
+    # The drive hands back the final state it wrote (the run's outputs): the answer is that,
+    # with no checkpoint read after the drive (the drive's own read, with its claim, is one).
+    from tests.host.test_final_state import checkpoint_reads
+
+    host = WopHost.from_url(db_url)
+    host.register("mail", _graph())
+    try:
+        async with serving(create_app(host, make_settings(db_url, workers=2))) as client:
+            created = await client.post("/langgraph/threads", json={}, headers=ALICE)
+            tid = created.json()["thread_id"]
+            url = f"/langgraph/threads/{tid}/runs/wait"
+            asked = await client.post(
+                url, json={"assistant_id": "mail", "input": {"to": "a@example.com"}}, headers=ALICE
+            )
+            assert "__interrupt__" in asked.json(), asked.text
+            with checkpoint_reads() as reads:
+                done = await client.post(
+                    url,
+                    json={"assistant_id": "mail", "command": {"resume": {"action": "send"}}},
+                    headers=ALICE,
+                )
+            state = (await client.get(f"/langgraph/threads/{tid}/state", headers=ALICE)).json()
+    finally:
+        host.saver.close()
+    assert done.status_code == 200, done.text
+    assert done.json() == state["values"] and done.json()["decision"] == "send"
+    assert reads[0] == 1
+
+
+async def test_a_langgraph_run_that_suspends_is_not_looked_up_for_a_callback(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its runs are created with no callbackUrl (which never changes): the callback delivery
+    # does not read the run's row to learn it, as it does for a run created elsewhere.
+    from wop_langgraph.server import callbacks
+
+    looked: list[str] = []
+    original = callbacks.callback_url_of
+
+    def counted(conn: Any, run_id: str) -> str | None:
+        looked.append(run_id)
+        return original(conn, run_id)
+
+    monkeypatch.setattr(callbacks, "callback_url_of", counted)
+    host = WopHost.from_url(db_url)
+    host.register("mail", _graph())
+    try:
+        app = create_app(host, make_settings(db_url, workers=2))
+        async with serving(app) as client:
+            tid = (await client.post("/langgraph/threads", json={}, headers=ALICE)).json()["thread_id"]
+            asked = await client.post(
+                f"/langgraph/threads/{tid}/runs/wait",
+                json={"assistant_id": "mail", "input": {"to": "a@example.com"}},
+                headers=ALICE,
+            )
+            assert "__interrupt__" in asked.json(), asked.text
+            run_id = asked.headers["content-location"].rsplit("/", 1)[-1].replace("~2F", "/")
+            app.state.wop.delivery.deliver_run(run_id)  # a run created elsewhere is looked up
+            await asyncio.sleep(0.3)  # (the delivery thread had its chance)
+    finally:
+        host.saver.close()
+    assert looked == [run_id]
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+async def test_a_resume_reads_its_thread_and_the_pending_interrupts_in_one_round_trip(db_url: str) -> None:
+    # What the resume answers is read with the thread (one pipeline), not after it.
+    from tests.round_trips import statements
+
+    host = WopHost.from_url(db_url)
+    host.register("mail", _graph())
+    try:
+        app = create_app(host, make_settings(db_url, workers=2))
+        (mount,) = [r for r in app.routes if getattr(r, "path", None) == "/langgraph"]
+        service = mount.app.state.langgraph  # type: ignore[attr-defined]
+        alice = app.state.wop.api_keys.principals["alice-key"]
+        async with serving(app) as client:
+            tid = (await client.post("/langgraph/threads", json={}, headers=ALICE)).json()["thread_id"]
+            url = f"/langgraph/threads/{tid}/runs/wait"
+            await client.post(url, json={"assistant_id": "mail", "input": {"to": "a@x.org"}}, headers=ALICE)
+            with statements() as seen:
+                row, pending = await asyncio.to_thread(service._thread_with_pending, alice, tid)
+            resume = {"assistant_id": "mail", "command": {"resume": {"action": "send"}}}
+            done = await client.post(url, json=resume, headers=ALICE)
+    finally:
+        host.saver.close()
+    assert pending is not None and [r.run_id for r in pending] == [row.run_id]
+    assert len(seen) == 2 and all(piped for _, _, piped in seen), seen
+    assert done.json()["decision"] == "send"

@@ -29,10 +29,14 @@ def create_langgraph_app(state: ServerState) -> FastAPI:
     app.state.wop = state
     # A runs/wait drives its run itself (none when worker processes drive the runs).
     wait_drives = state.settings.langgraph_wait_drives if state.settings.workers else 0
-    service = LangGraphService(state.host, wait_drives=wait_drives)
+    service = LangGraphService(
+        state.host, wait_drives=wait_drives, created_without_callback=state.delivery.created_without_url
+    )
     service.queue.start()  # starts enqueued runs when their turn comes (and those queued before a restart)
     app.state.langgraph = service
-    modules = (routes_assistants, routes_threads, routes_runs)
+    # Runs first: a client's hot loop is runs/wait and runs/stream, matched route by route in
+    # this order (no path of one module is another's: the order changes no answer).
+    modules = (routes_runs, routes_threads, routes_assistants)
     for module in modules:
         app.include_router(module.router)
     install_error_handlers(app, [route for module in modules for route in module.router.routes])
@@ -49,7 +53,14 @@ def create_langgraph_app(state: ServerState) -> FastAPI:
 
 
 def mount_langgraph_api(app: FastAPI, state: ServerState) -> None:
-    """Mount the LangGraph API under ``WOP_LANGGRAPH_PREFIX`` (nothing when it is empty)."""
+    """Mount the LangGraph API under ``WOP_LANGGRAPH_PREFIX`` (nothing when it is empty).
+
+    The mount is the app's first route: every path under the prefix is the LangGraph API's, and
+    its requests (a client's hot loop) are routed at once instead of being matched against each
+    OpenWOP route first.
+    """
     prefix = state.settings.langgraph_prefix
     if prefix:
         app.mount(prefix, create_langgraph_app(state))
+        routes = app.router.routes
+        routes.insert(0, routes.pop())

@@ -11,6 +11,7 @@ from fastapi import Request
 
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.server.langgraph_api.service import LangGraphService
+from wop_langgraph.server.limits import parsed_body
 
 __all__ = ["changing", "json_body", "service_of"]
 
@@ -35,18 +36,21 @@ async def changing(
 
 
 async def json_body(request: Request) -> dict[str, Any]:
-    """The request's JSON object body (``{}`` when empty).
+    """The request's JSON object body (``{}`` when empty): the document the request limits
+    parsed and checked already, when they did.
 
     Raises:
         ValidationError: not JSON, or not an object.
     """
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        raise ValidationError("the body is not JSON") from None
+    parsed, body = parsed_body(request.scope)
+    if not parsed:
+        raw = await request.body()
+        if not raw.strip():
+            return {}
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise ValidationError("the body is not JSON") from None
     if not isinstance(body, dict):
         raise ValidationError("the body must be a JSON object")
     return body

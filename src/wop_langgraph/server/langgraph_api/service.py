@@ -12,7 +12,7 @@ deadline and audit of any resolve); a cancel or Agent Inbox's "ignore" cancels t
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -26,6 +26,7 @@ from wop_langgraph.host.driver import jsonable
 from wop_langgraph.host.validation import require_storable
 from wop_langgraph.protocol.errors import NotFound, RunTerminal, ValidationError
 from wop_langgraph.protocol.ids import mint_tenant_id, unproject_id
+from wop_langgraph.protocol.snapshot import RESULT_EXTENSION
 from wop_langgraph.server.langgraph_api.enqueue import ENQUEUE, RunQueue
 from wop_langgraph.server.langgraph_api.errors import PendingInterrupts, RunBusy, ThreadBusy, Unsupported
 from wop_langgraph.server.langgraph_api.relay import CustomRelay
@@ -38,6 +39,7 @@ from wop_langgraph.server.langgraph_api.shapes import (
     thread_status,
 )
 from wop_langgraph.store.engine import Connection, one_statement, reading
+from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.lg_queue import (
     QueuedRun,
     cancel_queued,
@@ -59,6 +61,7 @@ from wop_langgraph.store.lg_threads import (
     start_thread_run,
     tenant_threads,
     thread_run,
+    thread_with_pending,
     touch_thread,
 )
 
@@ -78,7 +81,8 @@ class Started:
     ``baseline`` is the run's latest checkpoint id before the request: a stream shows what
     comes after it. ``rested``: the OpenWOP status the run rested in, when the request drove it
     to rest itself (``None``: a worker drives it); ``outcome``: then also what ``runs/wait``
-    answers (:meth:`LangGraphService.outcome`), read in the same call.
+    answers (:meth:`LangGraphService.outcome`), read in the same call. ``outputs``: the final
+    state the drive wrote, when it completed the run (the host hands it back).
     """
 
     thread_id: str
@@ -89,6 +93,7 @@ class Started:
     custom_after: int = 0
     rested: str | None = None
     outcome: dict[str, Any] | None = None
+    outputs: dict[str, Any] | None = None
 
 
 def is_resting(status: str) -> bool:
@@ -118,10 +123,21 @@ class LangGraphService:
     take the threads other requests are answered on. Beyond that, and with ``0`` (a server
     whose runs are driven by ``worker`` processes), the run is queued for the workers like any
     other and the request waits for it.
+
+    ``created_without_callback(run_id)`` is told of each run this service is about to create
+    (none has a ``callbackUrl``), before it exists (the callback delivery then need not read
+    the run's row when it suspends).
     """
 
-    def __init__(self, host: WopHost, *, wait_drives: int = 0) -> None:
+    def __init__(
+        self,
+        host: WopHost,
+        *,
+        wait_drives: int = 0,
+        created_without_callback: Callable[[str], None] | None = None,
+    ) -> None:
         self.host = host
+        self._created_without_callback = created_without_callback
         self.drive_limiter = CapacityLimiter(wait_drives) if wait_drives > 0 else None
         #: Starts enqueued runs when their turn comes (its scan is started by the app).
         self.queue = RunQueue(host, assistant_uuid)
@@ -163,9 +179,24 @@ class LangGraphService:
         """
         with reading(self.host.engine) as conn:
             row = get_thread(conn, thread_id)
-        if row is None or row.tenant != principal.tenant:
-            raise NotFound(f"no thread {thread_id!r}")
-        return row
+        return _own(row, principal, thread_id)
+
+    def _thread_with_pending(
+        self, principal: Principal, thread_id: str
+    ) -> tuple[ThreadRow, list[InterruptRecord] | None]:
+        """:meth:`thread`, and the pending interrupts of its current run, in one read; ``None``
+        when that read found none, or found another run current (the caller reads them itself:
+        an empty answer cannot tell whose run it was).
+
+        Raises:
+            NotFound: no such thread for this caller.
+        """
+        # (begun: on PostgreSQL, still in autocommit, the two go out in one pipeline)
+        with reading(self.host.engine) as conn, conn.begin():
+            row, pending = thread_with_pending(conn, thread_id)
+        mine = _own(row, principal, thread_id)
+        ours = pending and all(r.run_id == mine.run_id for r in pending)
+        return mine, (pending if ours else None)
 
     def create_thread(
         self, principal: Principal, thread_id: str | None, metadata: Any, if_exists: str | None
@@ -422,15 +453,20 @@ class LangGraphService:
         """
         _refuse_unsupported(body)
         graph_id = self.graph_id(_required_str(body, "assistant_id"))
+        command = body.get("command")
+        # A resume answers the current run's pending interrupts: read with the thread.
+        pending: list[InterruptRecord] | None = None
         try:
-            row = self.thread(principal, thread_id)
+            if isinstance(command, dict) and "resume" in command:
+                row, pending = self._thread_with_pending(principal, thread_id)
+            else:
+                row = self.thread(principal, thread_id)
         except NotFound:
             if body.get("if_not_exists") != "create":
                 raise
             self.create_thread(principal, thread_id, None, "do_nothing")
             row = self.thread(principal, thread_id)
         drive = wait and drive
-        command = body.get("command")
         # The run a streamed custom mode watches: the current one for a resume, else a new id.
         watched = (
             (row.run_id if command is not None else mint_tenant_id(principal.tenant)) if custom else None
@@ -439,7 +475,7 @@ class LangGraphService:
             self.relay.watch(watched)
         try:
             if command is not None:
-                started = self._command(principal, row, command, wait=wait, drive=drive)
+                started = self._command(principal, row, command, wait=wait, drive=drive, pending=pending)
             else:
                 started = self._next_run(principal, row, graph_id, body, drive=drive, run_id=watched)
         except BaseException:
@@ -451,8 +487,17 @@ class LangGraphService:
         return started
 
     def _command(
-        self, principal: Principal, row: ThreadRow, command: Any, *, wait: bool, drive: bool
+        self,
+        principal: Principal,
+        row: ThreadRow,
+        command: Any,
+        *,
+        wait: bool,
+        drive: bool,
+        pending: list[InterruptRecord] | None = None,
     ) -> Started:
+        """A ``command``: resume the current run's interrupts (``pending``: as read with
+        ``row``, if they were), or end it (``goto``)."""
         if not isinstance(command, dict):
             raise ValidationError("command must be an object", details={"field": "command"})
         if command.get("update") is not None:
@@ -471,6 +516,7 @@ class LangGraphService:
         baseline = None if wait else self.latest_checkpoint(row.workflow_id, row.run_id)
         custom_after = self.relay.position(row.run_id)
         rested = None
+        outputs: dict[str, Any] | None = None
         touched: list[bool] = []
         if goto is not None:
             if goto not in (END, [END]) or "resume" in command:
@@ -482,9 +528,11 @@ class LangGraphService:
             # Every value is translated (and a bad one refused) before anything is applied, and
             # the host applies them all or none (one transaction): a refused answer leaves the
             # others pending, and of two concurrent batches one wins whole.
+            if pending is None:
+                pending = self.host.pending_interrupts(row.run_id)
             resolves = [
                 (record.node_id, record.key, approval_resume(record, value))
-                for record, value in answers(self.host.pending_interrupts(row.run_id), command["resume"])
+                for record, value in answers(pending, command["resume"])
             ]
             if len(resolves) == 1:
                 # The decision is driven here when the caller drives (the common case); the
@@ -499,7 +547,7 @@ class LangGraphService:
                     row.run_id, node_id, value, principal, key=key, wait=drive, on_decided=touch
                 )
                 if drive:
-                    rested = str(result["status"])
+                    rested, outputs = str(result["status"]), result.get("outputs")
             else:
                 # Several decisions are applied whole; the run is left to the workers.
                 self.host.resolve_all(row.run_id, resolves, principal)
@@ -510,7 +558,9 @@ class LangGraphService:
                 touch_thread(conn, row.thread_id, now=self.host.clock())
         if goto is not None:
             self.queue.promote(row.thread_id)  # the next enqueued run's turn
-        return Started(row.thread_id, row.run_id, row.workflow_id, baseline, custom_after, rested)
+        return Started(
+            row.thread_id, row.run_id, row.workflow_id, baseline, custom_after, rested, outputs=outputs
+        )
 
     def _next_run(
         self,
@@ -567,12 +617,23 @@ class LangGraphService:
                 )
             seeded.append(seed_checkpoint(conn, previous, new) if previous else None)
 
+        run_id = run_id or mint_tenant_id(principal.tenant)
+        if self._created_without_callback is not None:
+            self._created_without_callback(run_id)
         created = self.host.create_run(
             graph_id, body.get("input"), owner=principal, wait=drive, on_commit=on_commit, run_id=run_id
         )
         rested = str(created["status"]) if drive else None
+        outputs = (
+            (created.get("extensions") or {}).get(RESULT_EXTENSION, {}).get("outputs") if drive else None
+        )
         return Started(
-            row.thread_id, created["runId"], graph_id, seeded[0] if seeded else None, rested=rested
+            row.thread_id,
+            created["runId"],
+            graph_id,
+            seeded[0] if seeded else None,
+            rested=rested,
+            outputs=outputs,
         )
 
     def _enqueue(
@@ -679,10 +740,18 @@ class LangGraphService:
         ``__interrupt__`` while it waits and ``__error__`` when it failed (as LangGraph's server).
 
         The status the request's own drive rested in (``Started.rested``) is taken as it is,
-        unless the run failed (the snapshot has the error)."""
+        unless the run failed (the snapshot has the error); a run it completed answers with the
+        final state the drive wrote (``Started.outputs``), read again only where that is not
+        what ``get_state`` shows (a graph whose state is one value, not a dict)."""
         # A run this request drove (``rested``) has started: only another's may never have.
         if started.rested is None and self._never_started(started.run_id):
             return {}  # cancelled before it started: it has no state of its own
+        if (
+            started.rested == "completed"
+            and started.outputs is not None
+            and not isinstance(self._graph(started.workflow_id).stream_channels_asis, str)
+        ):
+            return dict(started.outputs)
         status: dict[str, Any] = (
             {"status": started.rested}
             if started.rested is not None and started.rested != "failed"
@@ -758,6 +827,17 @@ def _queued_row(queued: QueuedRun) -> ThreadRunRow:
         queued.updated_at,
         queued.graph_id,
     )
+
+
+def _own(row: ThreadRow | None, principal: Principal, thread_id: str) -> ThreadRow:
+    """``row`` if it is the caller's thread; another tenant's is as missing as one that never existed.
+
+    Raises:
+        NotFound: no such thread for this caller.
+    """
+    if row is None or row.tenant != principal.tenant:
+        raise NotFound(f"no thread {thread_id!r}")
+    return row
 
 
 def _effective(row: ThreadRow) -> str:
