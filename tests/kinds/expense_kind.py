@@ -43,7 +43,10 @@ class ExpenseClaim(BaseModel):
 
 def check_expense(claim: ExpenseClaim) -> int:
     """Node call: wait for a reviewer to approve ``claim``; returns the amount approved."""
-    answer = custom_interrupt(NAME, claim.model_dump(), resume_schema=RESUME_SCHEMA)
+    # The rule travels with the call too, for plain LangGraph (no host, no registry there).
+    answer = custom_interrupt(
+        NAME, claim.model_dump(), resume_schema=RESUME_SCHEMA, resume_rule=never_more_than_claimed
+    )
     approved: int = answer["approvedAmount"]
     return approved
 

@@ -15,12 +15,15 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
 
 from tests.kinds.expense_kind import EXPENSE_CHECK, NAME, ExpenseClaim, ExpensePage, check_expense
 from tests.server.conftest import ALICE, READER, assert_error, at_rest, make_settings, serving
 from wop_langgraph.host import WopHost
 from wop_langgraph.kinds import get_kind, kind_of, page_for, register, unregister
+from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.ids import project_id
 from wop_langgraph.server import create_app
 
@@ -41,12 +44,12 @@ def claim(state: State, config: RunnableConfig) -> State:
     return {"approved": approved}
 
 
-def _graph() -> Any:
+def _graph(checkpointer: Any = None) -> Any:
     builder = StateGraph(State)
     builder.add_node("claim", claim)
     builder.add_edge(START, "claim")
     builder.add_edge("claim", END)
-    return builder.compile()
+    return builder.compile(checkpointer=checkpointer)
 
 
 @pytest.fixture
@@ -133,6 +136,21 @@ async def test_a_kind_added_in_one_module_runs_end_to_end(client: httpx.AsyncCli
     assert PASSED[run_id] == 1
     again = await client.post(f"/interrupts/{token}", json={"resumeValue": {"approvedAmount": 95}})
     assert again.status_code == 409 and again.json()["error"] == "interrupt_already_resolved"
+
+
+def test_the_same_rule_applies_under_plain_langgraph() -> None:
+    """No host, no registry: the node call carries the kind's rule, so a bad value is refused alike."""
+    graph = _graph(InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "plain-expense"}}
+    (asked,) = graph.invoke({}, config)["__interrupt__"]
+    assert asked.value["data"] == {
+        "customKind": NAME,
+        "payload": {"amount": 120, "currency": "EUR", "purpose": "Train to Lyon"},
+    }
+    with pytest.raises(ValidationError) as refused:
+        graph.invoke(Command(resume={"approvedAmount": 500}), config)
+    assert refused.value.details == {"path": "/resumeValue/approvedAmount", "maximum": 120}
+    assert graph.invoke(Command(resume={"approvedAmount": 60}), config)["approved"] == 60
 
 
 def test_the_registry_refuses_a_taken_name_or_a_closed_kind() -> None:

@@ -159,7 +159,7 @@ class InterruptRecorder:
         if any(row.lg_interrupt_id == item.id for row in known):
             return
         node_id, task_ns, payload = _unwrap(batch, item)
-        if payload["kind"] == "approval" and _is_bare(item) and self.approval_policy is not None:
+        if kind_of(payload).quorum and _is_bare(item) and self.approval_policy is not None:
             # The graph's code had no place for a quorum or approvers: registration supplies them.
             policy = self.approval_policy(conn, run_id, node_id)
             if policy is not None:

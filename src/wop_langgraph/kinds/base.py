@@ -61,6 +61,10 @@ class InterruptKind:
     """The kind's own check of a resume value (before the payload's ``resumeSchema``); it
     returns the parsed vote when the kind is decided by a quorum (approval), else ``None``."""
     wire_kind: WireKind = "custom"
+    quorum: bool = False
+    """Decided by the votes of eligible approvers (``requiredApprovals``, ``approversList``,
+    ``rejectionPolicy``): who may answer is checked, and the resolver tallies the votes its
+    ``resume_rule`` parses. Only ``approval``'s data carries those members."""
     prepare_resume: Callable[[Any, datetime], Any] = no_change
     """The resume value as recorded (and then checked), given when it was received."""
     timeout_resolution: Mapping[str, Any] = field(default_factory=lambda: OTHER_TIMEOUT)

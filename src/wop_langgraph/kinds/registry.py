@@ -76,6 +76,8 @@ def register(kind: InterruptKind) -> InterruptKind:
     global _custom_statuses
     if kind.wire_kind != "custom":
         raise ValueError(f"{kind.name!r}: OpenWOP's kinds are closed; a new kind rides 'custom'")
+    if kind.quorum:
+        raise ValueError(f"{kind.name!r}: only an approval carries a quorum's members")
     if kind.name in SPECIFIED or kind.name in _ADDED:
         raise ValueError(f"interrupt kind {kind.name!r} is already registered")
     _ADDED[kind.name] = kind
