@@ -2,8 +2,12 @@
 
 Each check raises :class:`~wop_langgraph.protocol.errors.ValidationError` naming the failing
 member; nothing here touches the store, so a refused value changes nothing. The host's resolver
-and the node API outside the host (a plain ``Command(resume=...)``) both call these, so a
-value is judged the same way wherever the graph runs.
+(through each kind's declaration, :mod:`wop_langgraph.kinds`) and the node API outside the host
+(a plain ``Command(resume=...)``, through :data:`RESUME_RULES`) both call these, so a value is
+judged the same way wherever the graph runs.
+
+An approval resume without ``decidedAt`` is stamped with the time it was received (the
+conformance suite's resolvers send ``{action}`` alone).
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ __all__ = [
     "check_conversation_turn",
     "check_exchange",
     "check_external_event",
-    "check_resume_value",
     "check_with_rule",
     "no_rule",
 ]
@@ -35,19 +38,6 @@ __all__ = [
 ResumeRule = Callable[[Mapping[str, Any], Any, datetime], ApprovalResume | None]
 """One kind's own check of a resume value (``payload``, ``value``, ``received_at``), before the
 payload's ``resumeSchema``: ``None``, or the parsed vote when the kind is decided by a quorum."""
-
-
-def check_resume_value(
-    payload: dict[str, Any], value: Any, *, received_at: datetime
-) -> ApprovalResume | None:
-    """Validate ``value`` as the resume of the interrupt ``payload``: its kind's rule
-    (:data:`RESUME_RULES`), then its ``resumeSchema``.
-
-    Returns the parsed approval resume for approval interrupts, ``None`` for the other kinds.
-    An approval resume without ``decidedAt`` is stamped with ``received_at`` (the conformance
-    suite's resolvers send ``{action}`` alone).
-    """
-    return check_with_rule(RESUME_RULES.get(payload["kind"], no_rule), payload, value, received_at)
 
 
 def check_with_rule(
