@@ -38,6 +38,7 @@ PYTHON_EXAMPLES = {
     "quickstart.py",
     "async_review.py",
     "node_calls.py",
+    "interrupt_kind.py",
     "fork.py",
     "functional.py",
     "approval_policy.py",
@@ -238,6 +239,11 @@ def test_async_nodes(tmp_path: Path) -> None:
 def test_node_call_shapes(tmp_path: Path) -> None:
     out = run_example(python_example("node_calls.py"), tmp_path)
     assert out == ["waiting-input clarify", "waiting-external", "completed"]
+
+
+def test_an_interrupt_kind_of_ones_own(tmp_path: Path) -> None:
+    out = run_example(python_example("interrupt_kind.py"), tmp_path)
+    assert out == ["waiting-approval", "validation_error waiting-approval", "completed"]
 
 
 def test_fork_and_replay(tmp_path: Path) -> None:

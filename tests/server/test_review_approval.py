@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from wop_langgraph.server.review import page_for
-from wop_langgraph.server.review.fields import FormRefused
+from wop_langgraph.kinds import page_for
+from wop_langgraph.kinds.review.fields import FormRefused
 
 PAYLOAD: dict[str, Any] = {
     "kind": "approval",

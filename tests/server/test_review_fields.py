@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from wop_langgraph.nodes.questions import CREDENTIAL_RESUME_SCHEMA
-from wop_langgraph.server.review.fields import (
+from wop_langgraph.kinds.review.fields import (
     Field,
     FormRefused,
     fields_for,
@@ -15,6 +14,7 @@ from wop_langgraph.server.review.fields import (
     render_field,
     widget_for,
 )
+from wop_langgraph.nodes.questions import CREDENTIAL_RESUME_SCHEMA
 
 
 @pytest.mark.parametrize(

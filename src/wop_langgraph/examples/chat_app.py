@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from wop_langgraph._extras import MISSING_EXTRA_STATUS, missing_extra
 from wop_langgraph.examples.chat import WORKFLOW_ID, build_chat_graph
-from wop_langgraph.server.review.reasons import allowed, refused
+from wop_langgraph.kinds.review.reasons import allowed, refused
 
 if TYPE_CHECKING:
     from openwop_client import OpenwopClient  # type: ignore[import-untyped,unused-ignore]

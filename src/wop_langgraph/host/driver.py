@@ -44,6 +44,7 @@ from wop_langgraph.host.errors_public import public_error
 from wop_langgraph.host.foreground import at_step_boundary
 from wop_langgraph.host.held_writes import HeldWrites, Taken
 from wop_langgraph.host.recorder import InterruptRecorder
+from wop_langgraph.kinds import custom_statuses, kind_of
 from wop_langgraph.nodes.context import (
     CONTEXT_KEY,
     NODE_FAILED_CHANNEL,
@@ -52,8 +53,6 @@ from wop_langgraph.nodes.context import (
     RunContext,
 )
 from wop_langgraph.nodes.suspend import Delivery
-from wop_langgraph.protocol.payloads import InterruptKind
-from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.engine import Connection, Engine, one_statement, reading
 from wop_langgraph.store.events import (
     NewEvent,
@@ -696,7 +695,7 @@ class GraphDriver:
                 return Pass.AGAIN  # a resolution committed while the graph ran
             if pending and (state is None or state.interrupts):
                 first = pending[0]
-                status = waiting_status_for(cast(InterruptKind, first.kind))
+                status = kind_of(first.payload).waiting_status
                 self.rested = rest_run(conn, self._rest_params(claim, now), status=status, node=first.node_id)
                 return Pass.IDLE if self.rested is not None else Pass.AGAIN
             if state is None:
@@ -720,7 +719,7 @@ class GraphDriver:
         """
         params = self._rest_params(claim, now)
         with one_statement(self.engine) as conn, conn.begin():
-            self.rested = rest_at_oldest_interrupt(conn, params)
+            self.rested = rest_at_oldest_interrupt(conn, params, custom_statuses())
         return self.rested is not None
 
     def _rest_with_interrupt(self, conn: Connection, batch: WriteBatch) -> Any:
@@ -752,7 +751,7 @@ class GraphDriver:
         if list(tasks.names.copy()) != [batch.task_id] or self._held.waiting() or self.signal.stop.is_set():
             return None
         params = self._rest_params(claim, self.clock())
-        return rest_at_oldest_interrupt(conn, params)
+        return rest_at_oldest_interrupt(conn, params, custom_statuses())
 
     def _rest_params(self, claim: Claim, now: datetime) -> dict[str, Any]:
         """The parameters the rest statements share (see :func:`rest_params`)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from wop_langgraph.kinds import get_kind, kind_of
 from wop_langgraph.nodes.suspend import AUTH_REQUIRED
 from wop_langgraph.protocol.errors import Forbidden
 from wop_langgraph.protocol.principal import MembershipResolver, Principal
@@ -34,7 +35,7 @@ def counts_votes(payload: Mapping[str, Any], ref_kinds: Iterable[str]) -> bool:
     it is for. Group and role references a host does not honour bind nobody (interrupt.md
     §Approver enforcement), here exactly as in :func:`check_eligible`.
     """
-    if payload.get("kind") != "approval":
+    if not kind_of(payload).quorum:
         return False
     data = payload.get("data") or {}
     return int(data.get("requiredApprovals") or 1) > 1 or bool(_named_approvers(data, ref_kinds))
@@ -98,7 +99,7 @@ def may_answer(
     who already voted on a quorum gate has nothing left to answer there (a repeat vote changes
     nothing).
     """
-    if kind != "approval":
+    if not get_kind(kind).quorum:
         return True
     if any(vote.get("voter") == principal.subject_id for vote in votes or ()):
         return False

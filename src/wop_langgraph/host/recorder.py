@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime, timedelta
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from langgraph.types import Interrupt
 
@@ -24,12 +24,11 @@ from wop_langgraph._clock import utcnow
 from wop_langgraph.adapters import payload_for
 from wop_langgraph.adapters.functional import recorded_by_caller
 from wop_langgraph.adapters.policy import ApprovalPolicy
+from wop_langgraph.kinds import kind_of
 from wop_langgraph.nodes.context import node_path
 from wop_langgraph.nodes.suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.event_payloads import node_suspended_extensions
 from wop_langgraph.protocol.keys import interrupt_id_for, interrupt_key
-from wop_langgraph.protocol.payloads import InterruptKind
-from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.engine import Connection
 from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events, append_events_if
 from wop_langgraph.store.held import HeldWrite
@@ -45,7 +44,7 @@ from wop_langgraph.store.interrupts import (
 )
 from wop_langgraph.store.recording import WriteBatch
 
-__all__ = ["InterruptRecorder", "TaskWritesListener", "suspend_reason"]
+__all__ = ["InterruptRecorder", "TaskWritesListener"]
 
 
 class TaskWritesListener(Protocol):
@@ -73,17 +72,6 @@ class TaskWritesListener(Protocol):
     def hold(self, write: HeldWrite, batch: WriteBatch | None) -> bool:
         """Whether it keeps a top-level save of the run (a checkpoint, or the writes of
         ``batch``) to store in the run's next transaction, in order with the rest."""
-
-
-#: Legacy event names a host SHOULD also emit until consumers move to ``interrupt.*``.
-_LEGACY_REQUESTED = {"approval": "approval.requested", "clarification": "clarification.requested"}
-
-
-def suspend_reason(kind: str) -> str:
-    """The ``node.suspended`` reason for an interrupt kind."""
-    if kind == "conversation.exchange":
-        return "conversation-input"
-    return kind
 
 
 class InterruptRecorder:
@@ -171,7 +159,7 @@ class InterruptRecorder:
         if any(row.lg_interrupt_id == item.id for row in known):
             return
         node_id, task_ns, payload = _unwrap(batch, item)
-        if payload["kind"] == "approval" and _is_bare(item) and self.approval_policy is not None:
+        if kind_of(payload).quorum and _is_bare(item) and self.approval_policy is not None:
             # The graph's code had no place for a quorum or approvers: registration supplies them.
             policy = self.approval_policy(conn, run_id, node_id)
             if policy is not None:
@@ -187,7 +175,7 @@ class InterruptRecorder:
         taken = {row.key for row in known}
         now = self._clock()
         timeout = payload.get("timeoutMs")
-        waiting = waiting_params(run_id, waiting_status_for(cast(InterruptKind, kind)), node_id, now)
+        waiting = waiting_params(run_id, kind_of(payload).waiting_status, node_id, now)
         collision = 0
         while True:
             key, collision = _free_key(taken, run_id, node_id, visit_index, ordinal, collision)
@@ -231,6 +219,7 @@ def _told(record: InterruptRecord) -> list[NewEvent]:
     """The events that tell of a new interrupt: ``node.suspended``, ``interrupt.requested``
     (and the legacy alias of its kind)."""
     kind, payload = record.kind, record.payload
+    declared = kind_of(payload)
     suspended = NewEvent(
         type="node.suspended",
         node_id=record.node_id,
@@ -238,14 +227,14 @@ def _told(record: InterruptRecord) -> list[NewEvent]:
             "nodeId": record.node_id,
             "interruptId": record.interrupt_id,
             "kind": kind,
-            "reason": suspend_reason(kind),
+            "reason": declared.suspend_reason,
             "key": record.key,
             **node_suspended_extensions(kind, payload["data"]),
         },
     )
     events = [suspended, NewEvent(type="interrupt.requested", node_id=record.node_id, payload=payload)]
-    if kind in _LEGACY_REQUESTED:
-        events.append(NewEvent(type=_LEGACY_REQUESTED[kind], node_id=record.node_id, payload=payload))
+    if declared.requested_alias:  # a legacy name a host SHOULD also emit (SPEC_NOTES §7)
+        events.append(NewEvent(type=declared.requested_alias, node_id=record.node_id, payload=payload))
     return events
 
 

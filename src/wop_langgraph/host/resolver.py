@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from wop_langgraph._clock import as_utc, iso_z
+from wop_langgraph._clock import as_utc
 from wop_langgraph.adapters import normalize_resume
 from wop_langgraph.host.delegation import Ballot, ballot_of
 from wop_langgraph.host.eligibility import check_eligible
 from wop_langgraph.host.proofs import Proofs
-from wop_langgraph.host.validation import check_resume_value, require_storable
+from wop_langgraph.host.validation import require_storable
+from wop_langgraph.kinds import kind_of
 from wop_langgraph.protocol.approval import ApprovalResume
 from wop_langgraph.protocol.errors import (
     IdempotencyInFlight,
@@ -71,14 +72,6 @@ class EnqueueHook(Protocol):
 
 
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"^[A-Za-z0-9._~-]{22,128}$")
-_RESOLVED_ALIAS = {
-    "granted": "approval.granted",
-    "rejected": "approval.rejected",
-    "overridden": "approval.overridden",
-}
-#: What a gate records when its deadline passes (interrupt.md: a timeout never grants).
-APPROVAL_TIMEOUT = {"action": "timeout", "decision": "rejected", "reason": "timeout"}
-OTHER_TIMEOUT = {"reason": "timeout"}
 #: Outcomes that must not be cached under an Idempotency-Key (SPEC_NOTES §4).
 _NOT_CACHED = {
     "validation_error",
@@ -296,14 +289,9 @@ class Resolver:
         require_storable(resume_value, "/resumeValue")
         resume_value = normalize_resume(payload, resume_value)
         received = self._s.clock()
-        if (
-            payload["kind"] == "approval"
-            and isinstance(resume_value, dict)
-            and "decidedAt" not in resume_value
-        ):
-            # Recorded as normalised: the stamp the value was validated with is the one logged.
-            resume_value = {**resume_value, "decidedAt": iso_z(received)}
-        parsed = check_resume_value(payload, resume_value, received_at=received)
+        kind = kind_of(payload)
+        resume_value = kind.prepare_resume(resume_value, received)
+        parsed = kind.check_resume(payload, resume_value, received)
         if parsed is None:
             return None, resume_value, Ballot(principal)
         ballot = ballot_of(principal, parsed)
@@ -412,7 +400,7 @@ def _queued(conn: Connection, run_id: str, hook: EnqueueHook | None) -> None:
 def _time_out(conn: Connection, target: InterruptRecord, now: datetime) -> str:
     """Resolve an interrupt whose deadline passed: an approval is rejected, anything else
     expires. Returns the event id of the ``interrupt.resolved`` logged."""
-    resolution = APPROVAL_TIMEOUT if target.kind == "approval" else OTHER_TIMEOUT
+    resolution = kind_of(target.payload).timeout_resolution
     return _claim_in(conn, target, None, dict(resolution), None, now, status="expired")
 
 
@@ -447,9 +435,7 @@ def _claim_in(
     if resolved_by is not None:
         event_payload["resolvedBy"] = resolved_by
     events = [NewEvent("interrupt.resolved", event_payload, node_id=target.node_id)]
-    alias = _RESOLVED_ALIAS.get(resolution.get("decision", "")) if target.kind == "approval" else None
-    if target.kind == "clarification":
-        alias = "clarification.resolved"
+    alias = kind_of(target.payload).resolved_alias(resolution)
     if alias:
         events.append(NewEvent(alias, event_payload, node_id=target.node_id))
     if target.kind == "conversation.exchange" and status == "resolved":

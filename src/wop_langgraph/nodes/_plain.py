@@ -33,7 +33,7 @@ from wop_langgraph.nodes.settlement import Delivery
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
 from wop_langgraph.protocol.quorum import approval_resolution, tally, vote_of
-from wop_langgraph.protocol.resume_check import check_resume_value
+from wop_langgraph.protocol.resume_check import RESUME_RULES, ResumeRule, check_with_rule, no_rule
 from wop_langgraph.protocol.storable import require_storable
 
 try:  # Marks an error as a refused resume value, so ToolNode re-raises it and the runner
@@ -80,17 +80,21 @@ def plain_key(call: NodeCall, position: int) -> str:
     return f"sha256:{hashlib.sha256(key.encode()).hexdigest()}"
 
 
-def suspend_plain(call: NodeCall, payload: dict[str, Any]) -> Delivery:
+def suspend_plain(call: NodeCall, payload: dict[str, Any], rule: ResumeRule | None = None) -> Delivery:
     """Suspend with LangGraph's ``interrupt()`` and return the delivery the host would have made.
+
+    ``rule`` is the resume rule of an added kind (the host finds it in its registry); the
+    kinds OpenWOP specifies have theirs in :data:`RESUME_RULES`.
 
     Raises:
         ValidationError: the payload is malformed, or the resume value does not fit it.
     """
     keyed = {**payload, "key": plain_key(call, _position())}
     parse_interrupt_payload(keyed)
+    rule = rule or RESUME_RULES.get(keyed["kind"], no_rule)
     while True:
-        value = interrupt(keyed, response_schema=_resume_type(keyed))
-        parsed = check_resume_value(keyed, value, received_at=utcnow())
+        value = interrupt(keyed, response_schema=_resume_type(keyed, rule))
+        parsed = check_with_rule(rule, keyed, value, utcnow())
         if parsed is None:
             return Delivery(status="resolved", resume_value=value, resolution={})
         if parsed.action == "ask":
@@ -114,7 +118,7 @@ def _position() -> int:
     return len(resume) if isinstance(resume, list) else 0
 
 
-def _resume_type(payload: dict[str, Any]) -> Any:
+def _resume_type(payload: dict[str, Any], rule: ResumeRule) -> Any:
     """A pydantic type whose validation is the host's resume check of ``payload``.
 
     ``interrupt()`` validates a resume value against its ``response_schema`` before it records
@@ -125,7 +129,7 @@ def _resume_type(payload: dict[str, Any]) -> Any:
     def check(value: Any) -> Any:
         try:
             require_storable(value, "/resumeValue")
-            check_resume_value(payload, value, received_at=utcnow())
+            check_with_rule(rule, payload, value, utcnow())
         except ValidationError as exc:
             _mark_invalid_resume(exc)
             raise

@@ -13,6 +13,7 @@ from typing import Any
 from wop_langgraph.nodes.context import current_call
 from wop_langgraph.nodes.suspend import Delivery, suspend
 from wop_langgraph.protocol.errors import CapabilityRequired, InterruptExpired
+from wop_langgraph.protocol.resume_check import ResumeRule
 
 __all__ = ["CREDENTIAL_RESUME_SCHEMA", "ask", "custom_interrupt", "request_credential", "wait_for_event"]
 
@@ -59,12 +60,18 @@ def custom_interrupt(
     *,
     resume_schema: dict[str, Any] | None = None,
     timeout: timedelta | float | None = None,
+    resume_rule: ResumeRule | None = None,
 ) -> Any:
-    """Suspend with a ``custom`` interrupt; returns the resume value (checked by ``resume_schema``)."""
+    """Suspend with a ``custom`` interrupt; returns the resume value (checked by ``resume_schema``).
+
+    ``resume_rule``: the rule of the kind registered for ``custom_kind`` (the host applies it
+    from its registry; outside the host, this is how the same rule applies).
+    """
     data: dict[str, Any] = {"customKind": custom_kind}
     if payload is not None:
         data["payload"] = payload
-    return _answered(suspend("custom", data, resume_schema=resume_schema, timeout=timeout)).resume_value
+    delivery = suspend("custom", data, resume_schema=resume_schema, timeout=timeout, resume_rule=resume_rule)
+    return _answered(delivery).resume_value
 
 
 def request_credential(

@@ -22,6 +22,7 @@ from wop_langgraph.nodes._plain import note_host_only, suspend_plain
 from wop_langgraph.nodes.context import NodeCall, current_call
 from wop_langgraph.nodes.settlement import DELIVERY_MARK, Delivery
 from wop_langgraph.protocol.payloads import parse_interrupt_payload
+from wop_langgraph.protocol.resume_check import ResumeRule
 from wop_langgraph.protocol.secret_schemas import refuse_secret_schemas
 
 __all__ = ["AUTH_REQUIRED", "DELIVERY_MARK", "ENVELOPE_MARK", "PROFILES", "Delivery", "suspend", "timeout_ms"]
@@ -53,13 +54,15 @@ def suspend(
     timeout: timedelta | float | None = None,
     call: NodeCall | None = None,
     profiles: Sequence[str] = (),
+    resume_rule: ResumeRule | None = None,
 ) -> Delivery:
     """Suspend the current node with an OpenWOP interrupt of ``kind`` and return its delivery.
 
     ``profiles`` (names in :data:`PROFILES`) travel beside the payload, not in it (the payload
     is the closed wire shape), and are stored with the interrupt. Outside the host there is no
     token surface for them to restrict and no sweep to enforce a timeout: both are logged as
-    host-only (once per node) and the interrupt waits until it is resumed.
+    host-only (once per node) and the interrupt waits until it is resumed. ``resume_rule`` (an
+    added kind's, :mod:`wop_langgraph.kinds`) judges the resume value there as the host would.
 
     Raises:
         ValidationError: the payload is malformed or one of its schemas asks for a secret
@@ -89,7 +92,7 @@ def suspend(
                 f"profile {profile!r} has no effect under plain LangGraph (there are no signed "
                 "tokens to restrict)",
             )
-        return suspend_plain(call, payload)
+        return suspend_plain(call, payload, resume_rule)
     # Refuse a malformed payload here, in the node, before anything is recorded: the store
     # adds the key later, so validate with a placeholder one.
     parse_interrupt_payload({**payload, "key": "pending"})

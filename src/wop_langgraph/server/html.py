@@ -22,10 +22,10 @@ from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from wop_langgraph._clock import as_utc
+from wop_langgraph.kinds import Options, page_for
+from wop_langgraph.kinds.review.fields import Form, FormRefused, reviewer_message
 from wop_langgraph.proof.chain import json_digest
 from wop_langgraph.protocol.errors import ValidationError, WopError
-from wop_langgraph.server.review import Options, page_for
-from wop_langgraph.server.review.fields import Form, FormRefused, reviewer_message
 from wop_langgraph.server.state import ServerState, server_state
 from wop_langgraph.server.token_actions import TokenReview, resolve_with_token, review_token
 
@@ -206,10 +206,7 @@ def _who_asked(state: ServerState, review: TokenReview) -> str:
         ("Asked", readable_time(review.record.created_at)),
         ("This link expires", f"{readable_time(expires)} ({_until(expires, now)})"),
     ]
-    data = review.record.payload.get("data") or {}
-    votes = len(review.record.votes or [])
-    if review.record.kind == "approval" and int(data.get("requiredApprovals") or 1) > 1:
-        rows.append(("Votes so far", f"{votes} of {int(data['requiredApprovals'])} needed"))
+    rows.extend(page_for(review.record.payload).progress(review.record))
     if state.host.proofs.keys is not None:
         # The subject of the signed receipt of this decision: what the reviewer saw, to check later.
         rows.append(("Your decision is bound to", f"sha256:{json_digest(review.record.payload)}"))
@@ -231,7 +228,6 @@ def _outcome(state: ServerState, token: str, payload: Mapping[str, Any], value: 
 def _closed(review: TokenReview) -> HTMLResponse:
     """Why a link can no longer be answered, and what was decided if anything was."""
     record = review.record
-    is_approval = record.kind == "approval"
     nothing = "<p>There is nothing left to do with this link.</p>"
     if record.status == "resolved":
         when = f" on {readable_time(record.resolved_at)}" if record.resolved_at is not None else ""
@@ -246,7 +242,7 @@ def _closed(review: TokenReview) -> HTMLResponse:
     if record.status == "expired":
         # An approval's timeout is recorded as a rejection; its page says what that means here
         # (an Agent Inbox gate: ignored, and the run goes on).
-        decided = page_for(record.payload).decided(record.payload, record) if is_approval else ""
+        decided = page_for(record.payload).decided(record.payload, record)
         said = f"Recorded: <strong>{escape(decided)}</strong>." if decided else "It was closed."
         return html_page(
             "This request timed out",

@@ -23,11 +23,11 @@ from wop_langgraph.host import Principal
 from wop_langgraph.host.eligibility import bearer_only
 from wop_langgraph.host.listing import PendingItem
 from wop_langgraph.inbox_tokens import mint_inbox, verify_inbox
+from wop_langgraph.kinds import page_for
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.server.auth import require_scopes
 from wop_langgraph.server.html import html_page, readable_time
 from wop_langgraph.server.interrupt_lookup import mint_for
-from wop_langgraph.server.review import page_for
 from wop_langgraph.server.state import ServerState, server_state
 
 __all__ = ["router"]

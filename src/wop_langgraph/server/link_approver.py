@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.host.eligibility import check_eligible, counts_votes
+from wop_langgraph.kinds import kind_of
 from wop_langgraph.protocol.errors import Forbidden, ValidationError
 from wop_langgraph.protocol.principal import DELEGATE_SCOPE
 from wop_langgraph.server.token_actions import approver_principal
@@ -49,7 +50,7 @@ def link_approver(
             f"only a caller with the {DELEGATE_SCOPE} scope may mint a link for another approver",
             details={"approver": approver, "requiredScope": DELEGATE_SCOPE},
         )
-    if record.kind == "approval":
+    if kind_of(record.payload).quorum:
         check_eligible(
             record.payload["data"],
             approver_principal(record.run_id, approver),

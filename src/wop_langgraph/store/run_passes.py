@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, Exists, bindparam, case, or_, select, update
+from sqlalchemy import ColumnElement, Connection, Engine, Exists, bindparam, case, func, or_, select, update
 
 from wop_langgraph.protocol.payloads import INTERRUPT_KINDS
 from wop_langgraph.protocol.snapshot import waiting_status_for
@@ -86,11 +86,18 @@ def rest_run(conn: Connection, params: dict[str, Any], *, status: str, node: str
     return _first(driver_statement(_rest_statement()).named(conn, params))
 
 
-def rest_at_oldest_interrupt(conn: Connection, params: dict[str, Any]) -> Any:
+def rest_at_oldest_interrupt(
+    conn: Connection, params: dict[str, Any], custom_statuses: tuple[tuple[str, str], ...] = ()
+) -> Any:
     """:func:`rest_run` at the run's oldest pending interrupt, in one statement that reads
     nothing before it; ``None`` (nothing written) when a resolution awaits delivery, nothing is
-    pending, or the lease moved."""
-    return _first(driver_statement(_rest_unless_work_statement()).named(conn, params))
+    pending, or the lease moved.
+
+    The status is the interrupt kind's (:func:`waiting_status_for`), except for a ``custom``
+    interrupt whose ``customKind`` is in ``custom_statuses`` (``(customKind, status)`` pairs:
+    the waiting statuses of the kinds a host added, ``wop_langgraph.kinds``).
+    """
+    return _first(driver_statement(_rest_unless_work_statement(custom_statuses)).named(conn, params))
 
 
 def end_params(
@@ -172,7 +179,7 @@ def _rest_statement() -> Any:
 
 
 @functools.cache
-def _rest_unless_work_statement() -> Any:
+def _rest_unless_work_statement(custom_statuses: tuple[tuple[str, str], ...]) -> Any:
     """:func:`_rest_statement` at the run's oldest pending interrupt (its waiting status, its
     node), read in the statement, which changes nothing while a resolution of the run awaits
     delivery or when none is pending: what the driver's settling would read first,
@@ -180,13 +187,21 @@ def _rest_unless_work_statement() -> Any:
     row no longer matches, as with a read and a write."""
     interrupts = interrupts_table
     oldest = (
-        select(interrupts.c.run_id, interrupts.c.kind, interrupts.c.node_id)
+        select(
+            interrupts.c.run_id,
+            interrupts.c.kind,
+            interrupts.c.node_id,
+            *([interrupts.c.payload] if custom_statuses else []),
+        )
         .where(interrupts.c.run_id == bindparam("rest_run_id"), interrupts.c.status == "pending")
         .order_by(interrupts.c.created_at, interrupts.c.visit_index, interrupts.c.ordinal)
         .limit(1)
         .subquery("oldest")
     )
     status = case({kind: waiting_status_for(kind) for kind in INTERRUPT_KINDS}, value=oldest.c.kind)
+    if custom_statuses:  # read the customKind only when an added kind has a status of its own
+        added = case(dict(custom_statuses), value=oldest.c.payload[("data", "customKind")].as_string())
+        status = case((oldest.c.kind == "custom", func.coalesce(added, status)), else_=status)
     return (
         _rest_statement()
         .where(

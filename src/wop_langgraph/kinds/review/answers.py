@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from wop_langgraph.server.review.base import (
+from wop_langgraph.kinds.review.base import (
     GatePage,
     data_of,
     form_error,
@@ -20,7 +20,7 @@ from wop_langgraph.server.review.base import (
     show,
     show_members,
 )
-from wop_langgraph.server.review.fields import Field, Form, fields_for, read_fields
+from wop_langgraph.kinds.review.fields import Field, Form, fields_for, read_fields
 
 __all__ = ["AnswerPage", "ConversationPage"]
 

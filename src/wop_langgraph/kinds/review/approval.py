@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any, ClassVar
 
-from wop_langgraph.server.review.base import (
+from wop_langgraph.kinds.review.base import (
     Answered,
     GatePage,
     data_of,
@@ -24,8 +24,8 @@ from wop_langgraph.server.review.base import (
     show,
     show_members,
 )
-from wop_langgraph.server.review.fields import Field, Form, FormRefused, read_fields, submitted
-from wop_langgraph.server.review.values import editor_fields
+from wop_langgraph.kinds.review.fields import Field, Form, FormRefused, read_fields, submitted
+from wop_langgraph.kinds.review.values import editor_fields
 from wop_langgraph.store.interrupts import InterruptRecord
 
 __all__ = ["ApprovalPage"]
@@ -239,6 +239,12 @@ class ApprovalPage(GatePage):
             f'<p class="outcome">Decision recorded: <strong>{escape(label)}</strong></p>'
             f"<p>{escape(next_step)}</p>",
         )
+
+    def progress(self, record: InterruptRecord) -> list[tuple[str, str]]:
+        required = int(data_of(record.payload).get("requiredApprovals") or 1)
+        if required <= 1:
+            return []
+        return [("Votes so far", f"{len(record.votes or [])} of {required} needed")]
 
     def decided(self, payload: Mapping[str, Any], record: InterruptRecord) -> str:
         action = str((record.resolution or {}).get("action") or "")

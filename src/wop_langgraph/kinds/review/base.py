@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from wop_langgraph.server.review.fields import Field, Form, render_field
+from wop_langgraph.kinds.review.fields import Field, Form, render_field
 from wop_langgraph.store.interrupts import InterruptRecord
 
 __all__ = [
@@ -92,6 +92,10 @@ class GatePage(ABC):
             "Thank you: your answer was recorded",
             f"<h2>Your answer</h2>{show(value)}<p>The run continues with it.</p>",
         )
+
+    def progress(self, record: InterruptRecord) -> list[tuple[str, str]]:
+        """Rows the page's header adds about the gate's progress (e.g. votes so far)."""
+        return []
 
     def decided(self, payload: Mapping[str, Any], record: InterruptRecord) -> str:
         """What a used link says was recorded (plain text), e.g. ``Accepted``; '' for "an answer"."""

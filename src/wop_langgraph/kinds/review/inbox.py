@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any, ClassVar
 
-from wop_langgraph.server.review.approval import ApprovalPage
-from wop_langgraph.server.review.base import data_of
-from wop_langgraph.server.review.fields import Field, Form, read_fields
-from wop_langgraph.server.review.values import editor_fields
+from wop_langgraph.kinds.review.approval import ApprovalPage
+from wop_langgraph.kinds.review.base import data_of
+from wop_langgraph.kinds.review.fields import Field, Form, read_fields
+from wop_langgraph.kinds.review.values import editor_fields
 
 __all__ = ["AgentInboxPage"]
 

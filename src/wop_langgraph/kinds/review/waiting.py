@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any, Final
 
-from wop_langgraph.server.review.base import (
+from wop_langgraph.kinds.review.base import (
     Answered,
     GatePage,
     Options,
@@ -26,7 +26,7 @@ from wop_langgraph.server.review.base import (
     render_fields,
     show_members,
 )
-from wop_langgraph.server.review.fields import Field, Form, FormRefused, fields_for, read_fields, submitted
+from wop_langgraph.kinds.review.fields import Field, Form, FormRefused, fields_for, read_fields, submitted
 from wop_langgraph.store.interrupts import InterruptRecord
 
 __all__ = ["CredentialPage", "ExternalEventPage"]

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, Final, Literal
 
+from wop_langgraph.kinds.review.reasons import allowed, choices_text, option_text, refused
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.protocol.jsonschema_check import validate_against_schema
-from wop_langgraph.server.review.reasons import allowed, choices_text, option_text, refused
 
 __all__ = [
     "Field",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from wop_langgraph.server.review.fields import Field, initial_text, widget_for
+from wop_langgraph.kinds.review.fields import Field, initial_text, widget_for
 
 __all__ = ["editor_fields", "schema_of"]
 

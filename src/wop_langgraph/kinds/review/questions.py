@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from wop_langgraph.server.review.base import (
+from wop_langgraph.kinds.review.base import (
     Answered,
     GatePage,
     data_of,
@@ -16,7 +16,7 @@ from wop_langgraph.server.review.base import (
     pointer_parts,
     render_fields,
 )
-from wop_langgraph.server.review.fields import Field, Form, FormRefused, one_field, read_fields
+from wop_langgraph.kinds.review.fields import Field, Form, FormRefused, one_field, read_fields
 from wop_langgraph.store.interrupts import InterruptRecord
 
 __all__ = ["ClarificationPage"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from wop_langgraph.server.review.base import (
+from wop_langgraph.kinds.review.base import (
     Answered,
     GatePage,
     data_of,
@@ -24,8 +24,8 @@ from wop_langgraph.server.review.base import (
     render_fields,
     show_members,
 )
-from wop_langgraph.server.review.fields import Field, Form, FormRefused, read_fields, submitted
-from wop_langgraph.server.review.values import editor_fields
+from wop_langgraph.kinds.review.fields import Field, Form, FormRefused, read_fields, submitted
+from wop_langgraph.kinds.review.values import editor_fields
 from wop_langgraph.store.interrupts import InterruptRecord
 
 __all__ = ["LowConfidencePage"]

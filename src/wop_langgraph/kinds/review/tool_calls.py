@@ -19,8 +19,8 @@ from html import escape
 from typing import Any, ClassVar, Final
 
 from wop_langgraph.adapters.hitl_middleware import PER_CALL_ARTIFACT_TYPE
-from wop_langgraph.server.review.approval import ApprovalPage
-from wop_langgraph.server.review.base import (
+from wop_langgraph.kinds.review.approval import ApprovalPage
+from wop_langgraph.kinds.review.base import (
     Answered,
     data_of,
     form_error,
@@ -28,8 +28,8 @@ from wop_langgraph.server.review.base import (
     render_fields,
     show_members,
 )
-from wop_langgraph.server.review.fields import Field, Form, FormRefused, read_fields
-from wop_langgraph.server.review.values import editor_fields
+from wop_langgraph.kinds.review.fields import Field, Form, FormRefused, read_fields
+from wop_langgraph.kinds.review.values import editor_fields
 from wop_langgraph.store.interrupts import InterruptRecord
 
 __all__ = ["ToolCallsPage"]
