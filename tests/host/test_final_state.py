@@ -133,14 +133,17 @@ def test_a_graph_with_a_narrower_output_schema_completes_with_its_whole_state(
 
 def test_a_resolve_that_drove_the_run_to_its_end_returns_its_outputs(make_host: HostFactory) -> None:
     # As the drive wrote them (the LangGraph API's runs/wait answers with them, reading nothing);
-    # a resolve that only queues the run, or leaves it waiting, has none.
+    # a resolve that only queues the run, or leaves it waiting, has none, and without
+    # with_outputs (the OpenWOP answer, which an idempotent replay repeats) none is added.
     host = make_host()
     host.register(WORKFLOW, approval_graph())
     created = host.create_run(WORKFLOW, {"log": []}, owner=ALICE)
-    result = host.resolve(created["runId"], "review", ACCEPT, ALICE)
+    assert "outputs" not in host.resolve(created["runId"], "review", ACCEPT, ALICE)
+    created = host.create_run(WORKFLOW, {"log": []}, owner=ALICE)
+    result = host.resolve(created["runId"], "review", ACCEPT, ALICE, with_outputs=True)
     assert result["status"] == "completed", result
     assert result["outputs"] == outputs(host, created["runId"])
     assert result["outputs"]["log"] == ["write", "review", "publish"]
     queued = host.create_run(WORKFLOW, {"log": []}, owner=ALICE)
-    left = host.resolve(queued["runId"], "review", ACCEPT, ALICE, wait=False)
+    left = host.resolve(queued["runId"], "review", ACCEPT, ALICE, wait=False, with_outputs=True)
     assert left["status"] == "running" and "outputs" not in left, left

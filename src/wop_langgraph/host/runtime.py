@@ -616,13 +616,15 @@ class WopHost:
         key: str | None = None,
         wait: bool = True,
         on_decided: Callable[[Connection], None] | None = None,
+        with_outputs: bool = False,
     ) -> dict[str, Any]:
         """Resolve (or vote on) the pending interrupt of ``node_id`` in ``run_id``.
 
         Returns ``{runId, nodeId, status}``: ``running`` when this call decided the gate (the
         run is queued), the waiting status for a vote that did not decide it. With ``wait`` the
-        returned status is the run's once it is at rest again, and a run that this call drove
-        to its completion adds its ``outputs`` (the graph's final state, as in its snapshot).
+        returned status is the run's once it is at rest again; with ``with_outputs`` too, a run
+        that this call drove to its completion adds its ``outputs`` (the graph's final state, as
+        in its snapshot; an idempotent replay's answer, the first one as recorded, has none).
         ``on_decided(conn)`` is called in the transaction that decides the gate (or times it
         out), never for a vote that did not decide: what it writes commits with the decision,
         or not at all. See
@@ -653,7 +655,7 @@ class WopHost:
                 rested = self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
             status = rested.status if rested is not None else self.snapshot(run_id)["status"]
             result = {**result, "status": status}
-            if status == "completed" and rested is not None and rested.outputs is not None:
+            if with_outputs and status == "completed" and rested is not None and rested.outputs is not None:
                 result["outputs"] = rested.outputs  # as the drive wrote them: no read
         elif lease is not None:
             lease.hand_back()  # not expected: the lease is taken only where the run is queued

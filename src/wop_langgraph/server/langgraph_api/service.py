@@ -544,7 +544,14 @@ class LangGraphService:
                     touch_thread(conn, row.thread_id, now=self.host.clock())
 
                 result = self.host.resolve(
-                    row.run_id, node_id, value, principal, key=key, wait=drive, on_decided=touch
+                    row.run_id,
+                    node_id,
+                    value,
+                    principal,
+                    key=key,
+                    wait=drive,
+                    on_decided=touch,
+                    with_outputs=True,
                 )
                 if drive:
                     rested, outputs = str(result["status"]), result.get("outputs")
