@@ -54,7 +54,7 @@ def _cycle(host: WopHost, db_url: str) -> dict[str, tuple[int, int]]:
     snap: dict[str, Any] = {}
     for half in ("create", "resolve"):
 
-        def act() -> None:
+        def act(half: str = half) -> None:
             if half == "create":
                 snap.update(host.create_run(WORKFLOW, {"log": []}, owner=ALICE))
                 assert snap["status"] == "waiting-approval"
