@@ -135,10 +135,12 @@ def _pg_chain(previous: Any | None, count: int) -> list[Any]:
 
 
 def _pg_chained(previous: Any, count: int) -> Any:
-    """PostgreSQL: the array of the chain values (hex) of ``count`` events after ``previous``."""
+    """PostgreSQL: the array of the chain values (hex) of ``count`` events after ``previous``,
+    returned by the counter upsert: its last value is the row's new ``chain_head``, returned
+    as it is rather than hashed again."""
     if count > _NESTED_CHAIN:
         return _pg_recursive(previous, count, last_only=False)
-    return postgresql.array(_pg_chain(previous, count))
+    return postgresql.array([*_pg_chain(previous, count - 1), _counters.c.chain_head])
 
 
 def _pg_recursive(previous: Any | None, count: int, *, last_only: bool) -> Any:
