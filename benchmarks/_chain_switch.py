@@ -29,16 +29,12 @@ _ZERO = bytes(32)
 _BUILDERS = ("reserve_statement", "append_statement", "gated_append_statement")
 
 
-def _no_digest(**_: Any) -> bytes:
-    return _ZERO
+def _no_digest(run_json: str, event_id: str, type: str, payload: Any, *_: Any) -> tuple[str, bytes]:
+    return json.dumps(payload), _ZERO
 
 
 def _no_chain(previous: str | None, digests: Any) -> list[str]:
     return [GENESIS] * len(digests)
-
-
-def _plain_json(value: Any) -> str:
-    return json.dumps(value)
 
 
 def _constant_chain(previous: Any, count: int) -> list[Any]:
@@ -54,9 +50,8 @@ def _no_head() -> Any:
 
 
 _OFF: dict[tuple[Any, str], Any] = {
-    (events, "event_digest_raw"): _no_digest,
+    (events, "appended_digest"): _no_digest,
     (events, "chain_raw"): _no_chain,
-    (events, "canonical_text"): _plain_json,
     (_event_sql, "_pg_chain"): _constant_chain,
     (_event_sql, "_pg_chained"): _constant_chained,
     (_event_sql, "_sqlite_head"): _no_head,

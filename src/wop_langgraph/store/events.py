@@ -16,7 +16,6 @@ more than the statement); SQLite, with one writer, runs the bump, then the inser
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import suppress
@@ -27,13 +26,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from wop_langgraph._clock import iso_z
-from wop_langgraph.proof.chain import (
-    canonical,
-    canonical_text,
-    chain_raw,
-    event_digest_raw,
-    wire_time,
-)
+from wop_langgraph.proof.chain import appended_digest, chain_raw, json_string, wire_time
 from wop_langgraph.store._event_sql import (
     append_statement,
     gated_append_statement,
@@ -529,7 +522,8 @@ def _rows(
     chains, and hex).
 
     The payload is bound as JSON text written once: its canonical text, which the digest has
-    just hashed, where it is plain JSON (else ``json.dumps``, as the JSON type writes).
+    just hashed, where it is plain JSON (else ``json.dumps``'s, as the JSON type writes: see
+    :func:`~wop_langgraph.proof.chain.appended_digest`).
     PostgreSQL: the columns of :data:`._event_sql.ROW_COLUMNS` and the hex ``digest``
     (``run_id``, ``sequence`` and the chain are the batch's statement's). SQLite: with
     ``run_id`` too, and the timestamp as the text stored (see
@@ -540,20 +534,19 @@ def _rows(
     digests: list[bytes] = []
     hexes: list[str] = []
     times: dict[datetime, tuple[str, str]] = {}
+    run_json = json_string(run_id)
     for event, at in timed:
         if (formatted := times.get(at)) is None:
             formatted = times[at] = _formatted(at)
-        payload = event.payload
-        text = canonical_text(payload)
-        digest = event_digest_raw(
-            run_id=run_id,
-            event_id=event.event_id,
-            type=event.type,
-            payload=canonical(payload) if text is None else text,
-            wire_time=formatted[0],
-            node_id=event.node_id,
-            causation_id=event.causation_id,
-            schema_version=event.schema_version,
+        text, digest = appended_digest(
+            run_json,
+            event.event_id,
+            event.type,
+            event.payload,
+            formatted[0],
+            event.node_id,
+            event.causation_id,
+            event.schema_version,
         )
         digests.append(digest)
         hexes.append(hexed := digest.hex())
@@ -563,7 +556,7 @@ def _rows(
             "node_id": event.node_id,
             "schema_version": event.schema_version,
             "causation_id": event.causation_id,
-            "payload": json.dumps(payload) if text is None else text,
+            "payload": text,
         }
         if postgres:
             row["timestamp"] = at
