@@ -15,8 +15,9 @@ the gate, resolve, complete)::
     python benchmarks/chain_overhead.py --postgres postgresql://postgres@127.0.0.1:5432/test
 
 ``--baseline-src`` compares against another tree instead (a checkout of the commit before the
-chain, say): ``append.py`` and ``full_path.py`` then run in child processes, alternately on
-that tree and on this one, ``--pairs`` times (which mixes in whatever else differs)::
+chain, say): ``append.py`` and ``full_path.py`` (each tree's own, where it has them) then run in
+child processes, alternately on that tree and on this one, ``--pairs`` times (which mixes in
+whatever else differs)::
 
     python benchmarks/chain_overhead.py --baseline-src /path/to/baseline/src --pairs 5
 """
@@ -161,10 +162,14 @@ def in_process(args: argparse.Namespace) -> int:
 
 
 def _run(script: str, args: list[str], src: Path) -> dict[str, float]:
-    """Throughput figures (ops/s) of one run of ``script`` with ``src`` first on the path."""
-    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{HERE}"}
+    """Throughput figures (ops/s) of one run of ``script`` with ``src`` first on the path: the
+    script of ``src``'s tree (``../benchmarks``, each tree measured with its own API) where it
+    has one, else this tree's."""
+    scripts = src.resolve().parent / "benchmarks"
+    scripts = scripts if (scripts / script).exists() else HERE
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{scripts}"}
     out = subprocess.run(
-        [sys.executable, str(HERE / script), *args], env=env, capture_output=True, text=True, check=True
+        [sys.executable, str(scripts / script), *args], env=env, capture_output=True, text=True, check=True
     ).stdout
     figures: dict[str, float] = {}
     for line in out.splitlines():

@@ -237,38 +237,26 @@ def append(
             then.run(conn)
         return Appended([])
     timed = [(event, now) for event in events]
-    count = len(timed) if once else 0
+    first: list[tuple[NewEvent, datetime]] = []
     ride = None
     if ahead is not None:
+        first, ahead.first = ahead.first, []
         if ahead.ride is not None and conn.dialect.name == "postgresql":
             ride, ahead.ride, ahead.rode = ahead.ride, None, True
-        first, ahead.first = ahead.first, []
-    else:
-        first = []
-    if first:  # each once-only: they lead the batch, as the once-only must
-        stored = _append_timed(
-            conn,
-            run_id,
-            first + timed,
-            close=close,
-            once=len(first) + count,
-            leading=leading,
-            ride=ride,
-            asynchronously=asynchronously,
-        )
+    # What goes first is once-only, and leads the batch, as the once-only must.
+    stored = _append_timed(
+        conn,
+        run_id,
+        first + timed,
+        close=close,
+        once=len(first) + (len(timed) if once else 0),
+        leading=leading,
+        ride=ride,
+        asynchronously=asynchronously,
+    )
+    if first:  # the caller's events only
         ids = {event.event_id for event, _ in timed}
         stored = [event for event in stored if event.event_id in ids]
-    else:
-        stored = _append_timed(
-            conn,
-            run_id,
-            timed,
-            close=close,
-            once=count,
-            leading=leading,
-            ride=ride,
-            asynchronously=asynchronously,
-        )
     if then is not None:
         then.run(conn)
     return Appended(stored)
