@@ -3,10 +3,10 @@
 Each operation is one write transaction through the engine (``engine.begin()``: on SQLite the
 process's write lock and ``BEGIN IMMEDIATE``; the commit), holding
 
-* ``append1``: ``append_events`` of one event (the counter upsert and the insert),
-* ``append3``: ``append_events`` of three events,
-* ``once``: ``append_event_once`` of one new event,
-* ``in_tx``: one ``append_events`` of one event inside a transaction that holds 50 of them
+* ``append1``: ``append`` of one event (the counter upsert and the insert),
+* ``append3``: ``append`` of three events,
+* ``once``: ``append(..., once=True)`` of one new event,
+* ``in_tx``: one ``append`` of one event inside a transaction that holds 50 of them
   (what the append alone costs, without ``BEGIN`` and ``COMMIT``).
 
 Each run receives 14 events (what one create-suspend-resolve-complete cycle logs), then the
@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine
 
 from wop_langgraph.store.engine import make_engine
-from wop_langgraph.store.events import NewEvent, append_event_once, append_events
+from wop_langgraph.store.events import NewEvent, append
 from wop_langgraph.store.migrations import upgrade
 
 POSTGRES_ENV = "WOP_TEST_POSTGRES_URL"
@@ -60,26 +60,26 @@ def _event(i: int) -> NewEvent:
     return NewEvent(type="node.completed", payload={"nodeId": "review", "outputs": {"i": i, "note": "héllo"}})
 
 
-def _modes(engine: Engine) -> dict[str, Callable[[int], int]]:
+def modes(engine: Engine) -> dict[str, Callable[[int], int]]:
     """Each mode runs ``n`` operations and returns how many it ran."""
     runs = Runs()
 
     def append1(n: int) -> int:
         for i in range(n):
             with engine.begin() as conn:
-                append_events(conn, runs.next(), [_event(i)], now=NOW)
+                append(conn, runs.next(), [_event(i)], now=NOW)
         return n
 
     def append3(n: int) -> int:
         for i in range(n):
             with engine.begin() as conn:
-                append_events(conn, runs.next(3), [_event(i), _event(i), _event(i)], now=NOW)
+                append(conn, runs.next(3), [_event(i), _event(i), _event(i)], now=NOW)
         return n
 
     def once(n: int) -> int:
         for i in range(n):
             with engine.begin() as conn:
-                append_event_once(conn, runs.next(), _event(i), now=NOW)
+                append(conn, runs.next(), [_event(i)], now=NOW, once=True)
         return n
 
     def in_tx(n: int) -> int:
@@ -87,7 +87,7 @@ def _modes(engine: Engine) -> dict[str, Callable[[int], int]]:
         while done < n:
             with engine.begin() as conn:
                 for i in range(IN_TX):
-                    append_events(conn, runs.next(), [_event(i)], now=NOW)
+                    append(conn, runs.next(), [_event(i)], now=NOW)
             done += IN_TX
         return done
 
@@ -98,16 +98,16 @@ def measure(url: str, operations: int, rounds: int, warmup: int) -> dict[str, li
     engine = make_engine(url)
     try:
         upgrade(engine)
-        modes = _modes(engine)
-        for run in modes.values():
+        workloads = modes(engine)
+        for run in workloads.values():
             run(warmup)
-        figures: dict[str, list[tuple[float, float]]] = {name: [] for name in modes}
-        names = list(modes)
+        figures: dict[str, list[tuple[float, float]]] = {name: [] for name in workloads}
+        names = list(workloads)
         for round_ in range(rounds):
             order = names[round_ % len(names) :] + names[: round_ % len(names)]
             for name in order:
                 started, cpu = time.perf_counter(), time.process_time()
-                done = modes[name](operations)
+                done = workloads[name](operations)
                 wall_us = 1e6 * (time.perf_counter() - started) / done
                 figures[name].append((wall_us, 1e6 * (time.process_time() - cpu) / done))
         return figures

@@ -23,7 +23,7 @@ from wop_langgraph.proof.keys import ReceiptKeys, generate_seed
 from wop_langgraph.proof.statements import checkpoint_statement, decision_statement, statement_bytes
 from wop_langgraph.proof.verify import verify_bundle
 from wop_langgraph.store.engine import make_engine
-from wop_langgraph.store.events import NewEvent, append_events, read_events
+from wop_langgraph.store.events import NewEvent, append, read_events
 from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.proof_bundle import export_bundle
 from wop_langgraph.store.receipts import StoredReceipt, insert_receipts
@@ -77,7 +77,7 @@ def verify_large_run(keys: ReceiptKeys, events: int) -> tuple[float, bool]:
         run_id = "acme/big-run"
         with engine.begin() as conn:
             for batch in range(events // 100):
-                append_events(
+                append(
                     conn,
                     run_id,
                     [

@@ -61,3 +61,50 @@ def statements() -> Iterator[list[tuple[str, bool, bool]]]:
         yield seen
     finally:
         psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+
+
+@contextmanager
+def traffic() -> Iterator[dict[str, int]]:
+    """How much psycopg sends within the block: ``statements``, ``commands`` (``BEGIN``,
+    ``COMMIT`` ... sent on their own), ``pipelines`` (outermost pipeline blocks, one round trip
+    each) and ``round_trips`` (statements and commands outside a pipeline, plus the pipelines),
+    filled in as the block ends."""
+    counts = {"statements": 0, "commands": 0, "pipelines": 0, "round_trips": 0}
+    piped_sent = [0]
+    execute, command, pipeline = (
+        psycopg.Cursor.execute,
+        psycopg.Connection._exec_command,
+        psycopg.Connection.pipeline,
+    )
+
+    def piped(conn: Any) -> bool:
+        return bool(conn.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF)
+
+    def traced_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["statements"] += 1
+        piped_sent[0] += piped(self.connection)
+        return execute(self, query, *args, **kwargs)
+
+    def traced_command(self: Any, cmd: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["commands"] += 1
+        piped_sent[0] += piped(self)
+        return command(self, cmd, *args, **kwargs)
+
+    @contextmanager
+    def traced_pipeline(self: Any) -> Iterator[Any]:
+        outermost = not piped(self)
+        with pipeline(self) as p:
+            yield p
+        counts["pipelines"] += outermost
+
+    psycopg.Cursor.execute = traced_execute  # type: ignore[method-assign]
+    psycopg.Connection._exec_command = traced_command  # type: ignore[method-assign]
+    psycopg.Connection.pipeline = traced_pipeline  # type: ignore[method-assign,assignment]
+    try:
+        yield counts
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        psycopg.Connection._exec_command = command  # type: ignore[method-assign]
+        psycopg.Connection.pipeline = pipeline  # type: ignore[method-assign]
+        sent = counts["statements"] + counts["commands"]
+        counts["round_trips"] = sent - piped_sent[0] + counts["pipelines"]

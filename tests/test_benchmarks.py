@@ -8,6 +8,7 @@ benchmarks/README.md). PostgreSQL parts run when ``WOP_TEST_POSTGRES_URL`` is se
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -140,6 +141,18 @@ def test_langgraph_api_benchmark_reports_each_backend() -> None:
 def test_receipts_benchmark_reports_sign_verify_and_a_large_run() -> None:
     out = _run("receipts.py", "--rounds", "1", "--receipts", "50", "--events", "300")
     assert "sign" in out and "verify" in out and "verify of a 300-event run" in out
+
+
+def test_chain_overhead_benchmark_reports_chain_on_and_off_ratios() -> None:
+    """Same tree, chain on and off: every workload has its wall and CPU ratios; the run checks
+    with a probe append after each switch that the chain is on or off as switched."""
+    args = ["--rounds", "2", "--operations", "10", "--warmup", "2", "--cycles", "1", "--cycles-warmup", "1"]
+    out = _run("chain_overhead.py", *args, *(["--postgres", POSTGRES] if POSTGRES else []))
+    backends = ["sqlite", "postgres"] if POSTGRES else ["sqlite"]
+    for backend in backends:
+        for workload in ("append1", "append3", "once", "in_tx", "full_path"):
+            assert re.search(rf"{backend} {workload}\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+[\d.]+x", out), out
+    assert "load average" in out
 
 
 def test_chain_overhead_benchmark_reports_ratios_against_a_baseline_tree() -> None:

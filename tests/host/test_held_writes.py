@@ -40,7 +40,7 @@ def test_held_writes_are_stored_in_order_by_the_next_transaction(engine: Engine)
     for n in (1, 2, 3):
         assert held.hold_write(_mark(n))
     assert held.holding() and _marks(engine) == []
-    with held.logging() as conn:
+    with held.logging() as (conn, _):
         conn.execute(text("INSERT INTO marks (n) VALUES (4)"))  # what the transaction records
     assert _marks(engine) == [1, 2, 3, 4]
     assert not held.holding()

@@ -31,7 +31,7 @@ from wop_langgraph.host import WopHost
 from wop_langgraph.host import driver as driver_module
 from wop_langgraph.host.driver import GraphDriver
 from wop_langgraph.store.engine import reading
-from wop_langgraph.store.events import NewEvent, append_events
+from wop_langgraph.store.events import NewEvent, append
 from wop_langgraph.store.interrupts import InterruptRecord, claim, insert_interrupt, interrupts_of_run
 
 ACCEPT = {"action": "accept"}
@@ -199,7 +199,7 @@ def test_a_resolution_awaiting_delivery_as_the_graph_ends_is_sorted_out_first(
                 assert claim(
                     conn, stale.interrupt_id, status="resolved", now=gate.created_at, resume_value=ACCEPT
                 )
-                append_events(  # as the recorder and the resolver would have told of it
+                append(  # as the recorder and the resolver would have told of it
                     conn,
                     run_id,
                     [

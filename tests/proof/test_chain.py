@@ -21,7 +21,7 @@ from wop_langgraph._clock import iso_z
 from wop_langgraph.proof.chain import GENESIS, canonical, chain_next, event_digest
 from wop_langgraph.proof.statements import digest_of_stored
 from wop_langgraph.store.engine import make_engine
-from wop_langgraph.store.events import NewEvent, append_event_once, append_events, read_events
+from wop_langgraph.store.events import NewEvent, append, read_events
 from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.run_tables import event_counters_table, events_table
 
@@ -68,7 +68,7 @@ def test_every_batch_size_chains_as_recomputed_from_the_reread_events(engine: En
     for round_ in range(3):
         with engine.begin() as conn:
             events = [NewEvent("log.appended", AWKWARD[(round_ + i) % len(AWKWARD)]) for i in range(batch)]
-            appended += append_events(conn, run_id, events, now=NOW + timedelta(seconds=round_))
+            appended += append(conn, run_id, events, now=NOW + timedelta(seconds=round_)).events
     assert_chained(engine, run_id)
     assert [e.chain_hash for e in appended] == [stored for stored, _ in recomputed(engine, run_id)]
 
@@ -77,9 +77,9 @@ def test_once_only_and_closing_appends_chain_too(engine: Engine) -> None:
     run_id = f"acme/chain-{uuid.uuid4().hex}"
     once = NewEvent("node.started", {"nodeId": "a"})
     with engine.begin() as conn:
-        assert append_event_once(conn, run_id, once, now=NOW)
-        assert not append_event_once(conn, run_id, once, now=NOW)  # a replay: nothing chained
-        append_events(conn, run_id, [NewEvent("run.completed", {})], now=NOW, close=True)
+        assert append(conn, run_id, [once], now=NOW, once=True)
+        assert not append(conn, run_id, [once], now=NOW, once=True)  # a replay: nothing chained
+        append(conn, run_id, [NewEvent("run.completed", {})], now=NOW, close=True)
     assert_chained(engine, run_id)
     assert len(recomputed(engine, run_id)) == 2
 
@@ -87,12 +87,12 @@ def test_once_only_and_closing_appends_chain_too(engine: Engine) -> None:
 def test_a_rolled_back_append_leaves_the_chain_where_it_was(engine: Engine) -> None:
     run_id = f"acme/chain-{uuid.uuid4().hex}"
     with engine.begin() as conn:
-        append_events(conn, run_id, [NewEvent("a", {})], now=NOW)
+        append(conn, run_id, [NewEvent("a", {})], now=NOW)
     with pytest.raises(RuntimeError), engine.begin() as conn:
-        append_events(conn, run_id, [NewEvent("lost", {"x": 1})], now=NOW)
+        append(conn, run_id, [NewEvent("lost", {"x": 1})], now=NOW)
         raise RuntimeError("roll back")
     with engine.begin() as conn:
-        append_events(conn, run_id, [NewEvent("b", {})], now=NOW)
+        append(conn, run_id, [NewEvent("b", {})], now=NOW)
     assert_chained(engine, run_id)
     with engine.connect() as conn:
         assert [e.type for e in read_events(conn, run_id)] == ["a", "b"]
@@ -107,7 +107,7 @@ def test_concurrent_appenders_build_one_chain(engine: Engine) -> None:
             for i in range(15):
                 with engine.begin() as conn:
                     batch = [NewEvent("w", {"w": worker, "i": i, "j": j}) for j in range(1 + i % 3)]
-                    append_events(conn, run_id, batch, now=NOW)
+                    append(conn, run_id, batch, now=NOW)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -138,7 +138,7 @@ def test_a_run_logged_before_the_chain_starts_its_chain_at_its_next_event(engine
                 )
             )
     with engine.begin() as conn:
-        (new,) = append_events(conn, run_id, [NewEvent("new", {"x": 1})], now=NOW)
+        (new,) = append(conn, run_id, [NewEvent("new", {"x": 1})], now=NOW).events
     assert new.sequence == 2
     assert new.chain_hash == chain_next(GENESIS, digest_of_stored(new))
 
@@ -160,9 +160,9 @@ def test_editing_a_chain_value_in_sql_does_not_change_what_the_next_append_chain
     """PostgreSQL chains from the counter row: a forged head is caught by the recomputation."""
     run_id = f"acme/chain-{uuid.uuid4().hex}"
     with engine.begin() as conn:
-        append_events(conn, run_id, [NewEvent("a", {})], now=NOW)
+        append(conn, run_id, [NewEvent("a", {})], now=NOW)
         conn.execute(update(events_table).where(events_table.c.run_id == run_id).values(chain_hash="f" * 64))
-        append_events(conn, run_id, [NewEvent("b", {})], now=NOW)
+        append(conn, run_id, [NewEvent("b", {})], now=NOW)
     pairs = recomputed(engine, run_id)
     assert pairs[0][0] != pairs[0][1]  # the forged value is found where it was written
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wop_langgraph.store.engine import make_engine
-from wop_langgraph.store.events import NewEvent, append_events
+from wop_langgraph.store.events import NewEvent, append
 from wop_langgraph.store.interrupts import claim
 
 #: How long any participant waits at a start barrier before the test is declared broken.
@@ -59,7 +59,7 @@ def append_worker(
         for i in range(per_thread):
             event = NewEvent(type="log.appended", payload={"writer": tag, "thread": index, "i": i})
             with engine.begin() as conn:
-                (stored,) = append_events(conn, run_id, [event], now=NOW)
+                (stored,) = append(conn, run_id, [event], now=NOW).events
             with lock:
                 results.append((index, i, stored.sequence))
 

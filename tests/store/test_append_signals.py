@@ -13,7 +13,7 @@ from sqlalchemy import Engine, event
 
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import READ_ONLY
-from wop_langgraph.store.events import NewEvent, append_events, read_events
+from wop_langgraph.store.events import NewEvent, append, read_events
 from wop_langgraph.store.saver import SQLModelSaver
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -25,9 +25,9 @@ def log(message: str) -> NewEvent:
     return NewEvent("log.appended", {"level": "info", "message": message})
 
 
-def append(engine: Engine, run_id: str, message: str) -> None:
+def append_message(engine: Engine, run_id: str, message: str) -> None:
     with engine.begin() as conn:
-        append_events(conn, run_id, [log(message)], now=NOW)
+        append(conn, run_id, [log(message)], now=NOW)
 
 
 def messages(engine: Engine, run_id: str) -> list[str]:
@@ -46,7 +46,7 @@ async def test_a_wake_up_comes_once_the_commit_is_visible(engine: Engine) -> Non
         with signals.watch(RUN) as appended:
             appended.arm()
             assert messages(engine, RUN) == []
-            writer = threading.Thread(target=append, args=(engine, RUN, "first"))
+            writer = threading.Thread(target=append_message, args=(engine, RUN, "first"))
             writer.start()
             assert await appended.wait(10)
             # Read at once: whoever woke us did so after the commit, so the event is there.
@@ -60,7 +60,7 @@ async def test_an_append_between_the_read_and_the_wait_is_not_missed(engine: Eng
     with signals_for(engine).watch(RUN) as appended:
         appended.arm()
         assert messages(engine, RUN) == []
-        append(engine, RUN, "meanwhile")  # commits after the read, before the reader waits
+        append_message(engine, RUN, "meanwhile")  # commits after the read, before the reader waits
         started = time.monotonic()
         assert await appended.wait(10)
         assert time.monotonic() - started < 1.0  # at once, not at the timeout
@@ -69,10 +69,10 @@ async def test_an_append_between_the_read_and_the_wait_is_not_missed(engine: Eng
 async def test_appends_to_other_runs_and_rolled_back_appends_wake_nobody(engine: Engine) -> None:
     with signals_for(engine).watch(RUN) as appended:
         appended.arm()
-        append(engine, OTHER_RUN, "elsewhere")
+        append_message(engine, OTHER_RUN, "elsewhere")
         try:
             with engine.begin() as conn:
-                append_events(conn, RUN, [log("x")], now=NOW)
+                append(conn, RUN, [log("x")], now=NOW)
                 raise RuntimeError("abandon the transaction")
         except RuntimeError:
             pass
@@ -85,7 +85,7 @@ async def test_every_watcher_of_a_run_wakes(engine: Engine) -> None:
     with signals.watch(RUN) as first, signals.watch(RUN) as second:
         first.arm()
         second.arm()
-        await asyncio.to_thread(append, engine, RUN, "both")
+        await asyncio.to_thread(append_message, engine, RUN, "both")
         assert await first.wait(5)
         assert await second.wait(5)
 

@@ -28,13 +28,12 @@ from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table
 from wop_langgraph.store.engine import one_statement
 from wop_langgraph.store.events import (
     NewEvent,
+    NextAppend,
     RideNotTaken,
     RidingWrite,
     RunLogClosed,
-    append_event_once,
-    append_events,
+    append,
     read_events,
-    riding_next_append,
 )
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -53,13 +52,13 @@ class TaskEndRecorder:
     def one_append(self, batch: WriteBatch) -> bool:
         return True
 
-    def record(self, conn: Connection, batch: WriteBatch) -> None:
+    def record(self, conn: Connection, batch: WriteBatch, ahead: NextAppend | None = None) -> None:
         self.recorded.append(batch.task_id)
         if batch.task_id in self.skip:
             return
         event = NewEvent("node.completed", {"nodeId": batch.task_id}, event_id=f"end-{batch.task_id}")
         with contextlib.suppress(RunLogClosed):
-            append_event_once(conn, batch.thread_id, event, now=NOW)
+            append(conn, batch.thread_id, [event], now=NOW, once=True, ahead=ahead)
 
 
 def _log(saver: SQLModelSaver, thread: str) -> list[str]:
@@ -89,9 +88,7 @@ class Riding:
 
     def close_log(self) -> None:
         with self.saver.engine.begin() as conn:
-            append_events(
-                conn, self.thread, [NewEvent("run.cancelled", {"reason": "test"})], now=NOW, close=True
-            )
+            append(conn, self.thread, [NewEvent("run.cancelled", {"reason": "test"})], now=NOW, close=True)
 
 
 @pytest.fixture
@@ -133,7 +130,7 @@ def test_a_batch_whose_end_is_logged_already_is_stored_and_logged_once(riding: R
     writes rode in logs nothing, so the batch is stored the usual way, the end logged once."""
     ended = NewEvent("node.completed", {"nodeId": "task-c"}, event_id="end-task-c")
     with riding.saver.engine.begin() as conn:
-        append_events(conn, riding.thread, [ended], now=NOW)
+        append(conn, riding.thread, [ended], now=NOW)
     riding.saver.put_writes(riding.config, [("out", 3)], "task-c")
     assert _stored(riding.saver, riding.thread) == [("task-c", "out")]
     assert _log(riding.saver, riding.thread) == ["node.completed"]
@@ -157,8 +154,10 @@ def _ride(riding: Riding) -> RidingWrite:
 def _append_end_carrying(riding: Riding) -> None:
     """Log an end in autocommit, the thread's riding upsert in its statement."""
     engine = riding.saver.engine
-    with one_statement(engine) as conn, conn.begin(), riding_next_append(conn, riding.thread, _ride(riding)):
-        append_events(conn, riding.thread, [NewEvent("node.completed", {"nodeId": "e"})], now=NOW)
+    ahead = NextAppend(riding.thread, ride=_ride(riding))
+    with one_statement(engine) as conn, conn.begin():
+        append(conn, riding.thread, [NewEvent("node.completed", {"nodeId": "e"})], now=NOW, ahead=ahead)
+    assert ahead.rode
 
 
 def test_riding_writes_are_stored_only_with_the_events(riding: Riding) -> None:

@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, Stateme
 from tests.round_trips import statements
 
 from wop_langgraph._clock import as_utc
-from wop_langgraph.store.events import NewEvent, append_event_once, append_events, read_events
+from wop_langgraph.store.events import NewEvent, append, read_events
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
     insert_interrupt,
@@ -77,9 +77,9 @@ def _events(tag: str) -> list[NewEvent]:
 
 def _write(conn: Connection, run_id: str, tag: str) -> None:
     for moment in MOMENTS:
-        append_events(conn, run_id, _events(tag)[:1], now=moment)  # one event: a single execute
-        assert append_event_once(conn, run_id, _events(tag)[0], now=moment) is True
-    append_events(conn, run_id, _events(tag), now=MOMENTS[0])  # a batch: executemany on SQLite
+        append(conn, run_id, _events(tag)[:1], now=moment)  # one event: a single execute
+        assert append(conn, run_id, [_events(tag)[0]], now=moment, once=True)
+    append(conn, run_id, _events(tag), now=MOMENTS[0])  # a batch: executemany on SQLite
 
 
 def _stored(conn: Connection, run_id: str) -> list[tuple[Any, ...]]:
@@ -123,7 +123,7 @@ def test_rows_written_on_the_driver_read_back_as_rows_written_through_sqlalchemy
 def test_a_duplicate_event_id_is_sqlalchemys_integrity_error(engine: Engine) -> None:
     logged = NewEvent(type="log.appended", payload={"i": 0})
     with engine.begin() as conn:
-        append_events(conn, RUN, [logged], now=MOMENTS[0])
+        append(conn, RUN, [logged], now=MOMENTS[0])
     again = NewEvent(type="log.appended", payload={"i": 1}, event_id=logged.event_id)
     fresh = NewEvent(type="log.appended", payload={"i": 2})
     for batch in ([again], [fresh, again]):
@@ -134,13 +134,13 @@ def test_a_duplicate_event_id_is_sqlalchemys_integrity_error(engine: Engine) -> 
                     event.listen(conn, "before_cursor_execute", _noop)
                 else:
                     assert driver_connection(conn) is not None
-                append_events(conn, RUN, batch, now=MOMENTS[0])
+                append(conn, RUN, batch, now=MOMENTS[0])
             errors.append(type(raised.value.orig))
         assert errors[0] is errors[1], errors
     with engine.connect() as conn:
         assert [e.payload for e in read_events(conn, RUN)] == [{"i": 0}]
     with engine.begin() as conn:  # the failed transactions left nothing behind: 1 is next
-        assert [e.sequence for e in append_events(conn, RUN, [fresh], now=MOMENTS[0])] == [1]
+        assert [e.sequence for e in append(conn, RUN, [fresh], now=MOMENTS[0]).events] == [1]
 
 
 def test_a_payload_that_is_not_json_fails_as_through_sqlalchemy(engine: Engine) -> None:
@@ -152,7 +152,7 @@ def test_a_payload_that_is_not_json_fails_as_through_sqlalchemy(engine: Engine) 
         with pytest.raises(Exception) as raised, engine.begin() as conn:
             if path == "sqlalchemy":
                 event.listen(conn, "before_cursor_execute", _noop)
-            append_events(conn, RUN, [bad], now=MOMENTS[0])
+            append(conn, RUN, [bad], now=MOMENTS[0])
         cause = raised.value.orig if isinstance(raised.value, StatementError) else None
         failures.append((type(raised.value), type(cause)))
     assert failures[0] == failures[1], failures
@@ -166,12 +166,12 @@ def test_an_append_that_begins_the_transaction_leaves_beginning_to_sqlalchemy(en
     event.listen(engine, "begin", lambda conn: begun.append(True))
     with engine.connect() as conn:
         assert driver_connection(conn) is None  # nothing begun: SQLAlchemy autobegins
-        append_events(conn, RUN, [NewEvent(type="log.appended", payload={"i": 0})], now=MOMENTS[0])
+        append(conn, RUN, [NewEvent(type="log.appended", payload={"i": 0})], now=MOMENTS[0])
         assert begun == [True] and conn.in_transaction()
         assert driver_connection(conn) is not None  # in the transaction now: the driver path
-        append_events(conn, RUN, [NewEvent(type="log.appended", payload={"i": 1})], now=MOMENTS[0])
+        append(conn, RUN, [NewEvent(type="log.appended", payload={"i": 1})], now=MOMENTS[0])
         conn.rollback()
-        append_events(conn, RUN, [NewEvent(type="log.appended", payload={"i": 2})], now=MOMENTS[0])
+        append(conn, RUN, [NewEvent(type="log.appended", payload={"i": 2})], now=MOMENTS[0])
         conn.commit()
     assert begun == [True, True]
     with engine.connect() as conn:
@@ -215,12 +215,12 @@ def test_a_lost_connection_is_invalidated_as_through_sqlalchemy(engine: Engine) 
             killer.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
             killer.commit()
         with pytest.raises(OperationalError) as raised:
-            append_events(conn, RUN, [NewEvent(type="log.appended", payload={})], now=MOMENTS[0])
+            append(conn, RUN, [NewEvent(type="log.appended", payload={})], now=MOMENTS[0])
         assert raised.value.connection_invalidated
         assert conn.invalidated
         conn.rollback()
     with engine.begin() as conn:  # the pool hands out a working connection again
-        (appended,) = append_events(conn, RUN, [NewEvent("log.appended", {})], now=MOMENTS[0])
+        (appended,) = append(conn, RUN, [NewEvent("log.appended", {})], now=MOMENTS[0]).events
     assert appended.sequence == 0
 
 

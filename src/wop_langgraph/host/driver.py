@@ -54,13 +54,7 @@ from wop_langgraph.nodes.context import (
 )
 from wop_langgraph.nodes.suspend import Delivery
 from wop_langgraph.store.engine import Connection, Engine, one_statement, reading
-from wop_langgraph.store.events import (
-    NewEvent,
-    RunLogClosed,
-    append_event_once,
-    append_events,
-    append_events_if,
-)
+from wop_langgraph.store.events import NewEvent, NextAppend, RunLogClosed, append
 from wop_langgraph.store.held import HeldWrite
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
@@ -242,8 +236,10 @@ class GraphDriver:
             self._held.flush()
         self._held.close()
 
-    def _logging(self) -> AbstractContextManager[Connection]:
-        """A write transaction of this drive, which stores what the drive holds first."""
+    def _logging(self) -> AbstractContextManager[tuple[Connection, NextAppend]]:
+        """A write transaction of this drive, which stores what the drive holds first (its
+        events with the transaction's first append to the run's log: pass it what this yields
+        with the connection)."""
         return self._held.logging()
 
     def drive_pass(self, first_input: Any, *, claimed: ClaimedRun | None = None) -> Pass:
@@ -309,7 +305,7 @@ class GraphDriver:
             # Delivered before a crash: LangGraph consumed these already; continue from there.
             still_pending = set(getattr(exc, "pending_ids", ()) or ())
             consumed = [r.interrupt_id for r in undelivered if r.lg_interrupt_id not in still_pending]
-            with self._logging() as conn:
+            with self._logging() as (conn, _):
                 mark_consumed(conn, consumed or [r.interrupt_id for r in undelivered], now=self.clock())
             return Pass.AGAIN
         except (RunLogClosed, asyncio.CancelledError):
@@ -320,10 +316,11 @@ class GraphDriver:
             return self._stopped(claim, undelivered)
         if failure is not None:
             error, failed_node = failure
-            with self._logging() as conn:
+            with self._logging() as (conn, ahead):
                 self._mark_consumed(conn, undelivered)
                 self._finish(
                     conn,
+                    ahead,
                     claim,
                     "failed",
                     error=public_error(error, run_id=self.run_id, node_id=failed_node),
@@ -451,12 +448,13 @@ class GraphDriver:
             return None  # not a node of this graph, or one the stream hides (``__start__``)
         return name
 
-    def _record_task_end(self, conn: Connection, batch: WriteBatch) -> None:
-        """Log the end of a node task in the transaction that stores its writes."""
+    def _record_task_end(self, conn: Connection, batch: WriteBatch, ahead: NextAppend) -> None:
+        """Log the end of a node task in the transaction that stores its writes (with what
+        goes ``ahead`` of it)."""
         event = self._task_end(batch)
         if event is not None:
             with suppress(RunLogClosed):  # cancelled meanwhile
-                append_event_once(conn, self.run_id, event, now=self.clock())
+                append(conn, self.run_id, [event], now=self.clock(), once=True, ahead=ahead)
 
     def _task_end(self, batch: WriteBatch) -> NewEvent | None:
         """The event that ends the node task whose writes ``batch`` holds (with its stable id),
@@ -588,7 +586,7 @@ class GraphDriver:
             self._held.hold(self._execution_event(task_id, name, tasks), self.clock())
             return
         closed = [_stable_event_id(self.run_id, task_id, kind) for kind in ("node.completed", "node.failed")]
-        with self._logging() as conn:
+        with self._logging() as (conn, ahead):
             # Taken in the order the recorder takes it: its suspension of this task is either
             # committed and seen below, or appended after what this opens.
             lock_run_log(conn, self.run_id)
@@ -601,7 +599,7 @@ class GraphDriver:
                 if own or (is_call and pending.node_id == name and pending.task_id in caller_ids):
                     return  # it suspended before its start was streamed: the suspension closed it
             opened = self._execution_event(task_id, name, tasks)
-            append_event_once(conn, self.run_id, opened, now=self.clock())
+            append(conn, self.run_id, [opened], now=self.clock(), once=True, ahead=ahead)
 
     def _execution_event(self, task_id: str, name: str, tasks: _PassTasks) -> NewEvent:
         """``node.resumed`` (re-executed to receive an answer) or ``node.started``, with its
@@ -634,10 +632,10 @@ class GraphDriver:
         event = self._stable(event, task_id)
         if not self._held.holding():
             with one_statement(self.engine) as conn, conn.begin():
-                append_event_once(conn, self.run_id, event, now=self.clock())
+                append(conn, self.run_id, [event], now=self.clock(), once=True)
             return
-        with self._logging() as conn:
-            append_event_once(conn, self.run_id, event, now=self.clock())
+        with self._logging() as (conn, ahead):
+            append(conn, self.run_id, [event], now=self.clock(), once=True, ahead=ahead)
 
     def _stable(self, event: NewEvent, task_id: str) -> NewEvent:
         """``event`` with the id it has whichever pass appends it (see :meth:`_append_once`)."""
@@ -688,7 +686,7 @@ class GraphDriver:
         ):
             return Pass.IDLE
         needs_state = False
-        with self._logging() as conn:  # (what the pass still holds goes first)
+        with self._logging() as (conn, ahead):  # (what the pass still holds goes first)
             self._mark_consumed(conn, delivered)
             undelivered, pending = open_work(conn, self.run_id)
             if undelivered:
@@ -702,10 +700,10 @@ class GraphDriver:
                 needs_state = True  # read outside the transaction, as above
             elif state.next:
                 # Suspended with nothing an OpenWOP caller can resolve (a bare breakpoint).
-                self._finish(conn, claim, "failed", error=_stuck_error(state.next))
+                self._finish(conn, ahead, claim, "failed", error=_stuck_error(state.next))
                 return Pass.IDLE
             else:
-                self._finish(conn, claim, "completed", outputs=_outputs_of(state.values))
+                self._finish(conn, ahead, claim, "completed", outputs=_outputs_of(state.values))
         if needs_state:
             return self._settle(claim, config, [], self.graph.get_state(config))
         return Pass.IDLE
@@ -779,17 +777,10 @@ class GraphDriver:
         holding = self._held.holding()
         try:
             # What the pass holds goes first, in the same transaction (its events in the statement).
-            with self._logging() if holding else self._one_statement() as conn:
-                self.rested = append_events_if(
-                    conn,
-                    self.run_id,
-                    [event],
-                    now=now,
-                    gate=gate,
-                    close=True,
-                    leading=consumed,
-                    staged_first=True,
-                )
+            with self._logging() if holding else self._one_statement() as (conn, ahead):
+                self.rested = append(
+                    conn, self.run_id, [event], now=now, gate=gate, close=True, leading=consumed, ahead=ahead
+                ).row
         except RunLogClosed:  # closed, or a held event logged before a crash: the usual way
             if not holding:
                 raise
@@ -798,10 +789,11 @@ class GraphDriver:
         return self.rested is not None
 
     @contextmanager
-    def _one_statement(self) -> Iterator[Connection]:
-        """A write of one statement (in autocommit on PostgreSQL, see ``one_statement``)."""
+    def _one_statement(self) -> Iterator[tuple[Connection, NextAppend]]:
+        """A write of one statement (in autocommit on PostgreSQL, see ``one_statement``), with
+        nothing to go ahead of its append (as :meth:`_logging` yields it)."""
         with one_statement(self.engine) as conn, conn.begin():
-            yield conn
+            yield conn, NextAppend(self.run_id)
 
     def _stopped(self, claim: Claim, delivered: list[InterruptRecord] | None = None) -> Pass:
         """The run was cancelled while driven: drop it from the queue, write nothing more."""
@@ -839,6 +831,7 @@ class GraphDriver:
     def _finish(
         self,
         conn: Connection,
+        ahead: NextAppend,
         claim: Claim,
         status: str,
         *,
@@ -848,7 +841,7 @@ class GraphDriver:
         breach: NewEvent | None = None,
     ) -> None:
         """End the run in ``conn``'s transaction: its row, the queue, the terminal event (after
-        the ``breach`` of a cap that ended it, if any)."""
+        the ``breach`` of a cap that ended it, if any, and what goes ``ahead``)."""
         now = self.clock()
         node = failed_node if status == "failed" else None
         params = self._end_params(claim, status, outputs=outputs, error=error, node=node, now=now)
@@ -863,7 +856,8 @@ class GraphDriver:
             if failed_node is not None:
                 payload["failedNodeId"] = failed_node
             event = NewEvent("run.failed", payload)
-        append_events(conn, self.run_id, [e for e in (breach, event) if e is not None], now=now, close=True)
+        told = [e for e in (breach, event) if e is not None]
+        append(conn, self.run_id, told, now=now, close=True, ahead=ahead)
 
 
 class _TaskEnds:
@@ -901,9 +895,11 @@ class _TaskEnds:
         return self._driver._node_of(batch) is not None
 
     @contextmanager
-    def opening(self, conn: Connection, batch: WriteBatch) -> Iterator[None]:
+    def opening(self, conn: Connection, batch: WriteBatch, ahead: NextAppend) -> Iterator[None]:
         try:
-            with self._driver._held.first_in(conn) as taken:  # what is held first: what follows is later
+            with self._driver._held.first_in(
+                conn, ahead
+            ) as taken:  # what is held first: what follows is later
                 if taken.held:
                     with self._guard:
                         self._taken[id(batch)] = taken
@@ -919,8 +915,8 @@ class _TaskEnds:
                 self._driver._held.settled(dropped, committed=False)
             raise
 
-    def record(self, conn: Connection, batch: WriteBatch) -> None:
-        self._driver._record_task_end(conn, batch)
+    def record(self, conn: Connection, batch: WriteBatch, ahead: NextAppend) -> None:
+        self._driver._record_task_end(conn, batch, ahead)
         rested = self._driver._rest_with_interrupt(conn, batch)
         if rested is not None:
             with self._guard:

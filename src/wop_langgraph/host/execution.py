@@ -27,7 +27,7 @@ from wop_langgraph.host.registry import GraphRegistry
 from wop_langgraph.host.replay import ReplayRecord
 from wop_langgraph.nodes.context import RunContext
 from wop_langgraph.store.engine import Connection, Engine, one_statement, reading
-from wop_langgraph.store.events import NewEvent, RunLogClosed, append_event_once
+from wop_langgraph.store.events import NewEvent, RunLogClosed, append
 from wop_langgraph.store.run_queue import (
     QUEUE_CHANNEL,
     Claim,
@@ -383,8 +383,8 @@ class Executor:
         what the drive holds (the emitting node's start among it)."""
         event = NewEvent(event_type, payload, node_id=node_id, event_id=event_id)
         try:
-            with held.logging() as conn:
-                append_event_once(conn, run_id, event, now=self.clock())
+            with held.logging() as (conn, ahead):
+                append(conn, run_id, [event], now=self.clock(), once=True, ahead=ahead)
         except RunLogClosed:
             return  # the run ended meanwhile: nothing is appended after its terminal event
 

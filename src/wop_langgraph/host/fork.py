@@ -36,7 +36,7 @@ from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.protocol.keys import interrupt_id_for
 from wop_langgraph.protocol.principal import Principal
 from wop_langgraph.store.engine import Connection, Engine
-from wop_langgraph.store.events import NewEvent, StoredEvent, append_events, read_events
+from wop_langgraph.store.events import NewEvent, StoredEvent, append, read_events
 from wop_langgraph.store.fork_copy import (
     checkpoint_row,
     copy_checkpoint,
@@ -468,7 +468,7 @@ class _Copier:
             )
             for e in copied
         ]
-        append_events(self.conn, self.fork_id, news, now=self.now)
+        append(self.conn, self.fork_id, news, now=self.now)
 
     def _causation(self, causation_id: str | None) -> str | None:
         if causation_id is None or causation_id not in self.seq_of:
@@ -552,7 +552,7 @@ class _Copier:
             )
             for e in rest
         ]
-        append_events(self.conn, self.fork_id, news, now=self.now)
+        append(self.conn, self.fork_id, news, now=self.now)
 
 
 def _fork_key(key: str, source_id: str, fork_id: str) -> str:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from wop_langgraph.store.engine import Connection, Engine
-from wop_langgraph.store.events import NewEvent, appended_first
+from wop_langgraph.store.events import NewEvent, NextAppend
 from wop_langgraph.store.held import HeldWrite, stored_ahead
 
 __all__ = ["FLUSH_AFTER_S", "HeldWrites", "Taken"]
@@ -94,12 +94,13 @@ class HeldWrites:
             return bool(self._held) or self._in_flight > 0
 
     @contextmanager
-    def first_in(self, conn: Connection) -> Iterator[Taken]:
+    def first_in(self, conn: Connection, ahead: NextAppend) -> Iterator[Taken]:
         """Within the block, what is held goes first into ``conn``'s transaction: its saves
         before anything else (on PostgreSQL in the pipeline of the block's first statement),
-        its events ahead of the block's first append to the run's log, in its statement (or
-        on their own as the block ends). Pass what it yields to :meth:`settled` once the
-        transaction ends."""
+        its events ahead of the block's first append to the run's log given ``ahead`` (which
+        carries them), in its statement, or on their own as the block ends. If the block
+        raises, none of them is appended (the caller rolls back). Pass what it yields to
+        :meth:`settled` once the transaction ends."""
         with self._guard:
             if not self._guard.wait_for(lambda: self._in_flight == 0, _SETTLE_TIMEOUT_S):
                 _log.warning("run %s: a transaction storing what was held did not settle", self._run_id)
@@ -116,8 +117,13 @@ class HeldWrites:
             except BaseException:
                 self.settled(Taken(taken), committed=False)
                 raise
-            stack.enter_context(appended_first(conn, self._run_id, events))
-            yield Taken(taken)
+            ahead.first.extend(events)
+            try:
+                yield Taken(taken)
+            except BaseException:
+                ahead.first.clear()
+                raise
+            ahead.append_left(conn)
 
     def settled(self, taken: Taken, *, committed: bool) -> None:
         """The transaction of :meth:`first_in` ended; if it did not commit, hold what it took again."""
@@ -133,12 +139,14 @@ class HeldWrites:
             _later(_RETRY_AFTER_S, self.flush)
 
     @contextmanager
-    def logging(self) -> Iterator[Connection]:
-        """A write transaction that stores what is held first (see :meth:`first_in`)."""
+    def logging(self) -> Iterator[tuple[Connection, NextAppend]]:
+        """A write transaction that stores what is held first (see :meth:`first_in`): its
+        connection, and what goes ahead of its first append to the run's log (to pass it)."""
         taken = Taken([])
+        ahead = NextAppend(self._run_id)
         try:
-            with self._engine.begin() as conn, self.first_in(conn) as taken:
-                yield conn
+            with self._engine.begin() as conn, self.first_in(conn, ahead) as taken:
+                yield conn, ahead
         except BaseException:
             self.settled(taken, committed=False)
             raise

@@ -30,7 +30,7 @@ from wop_langgraph.nodes.suspend import ENVELOPE_MARK
 from wop_langgraph.protocol.event_payloads import node_suspended_extensions
 from wop_langgraph.protocol.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.store.engine import Connection
-from wop_langgraph.store.events import NewEvent, RunLogClosed, append_events, append_events_if
+from wop_langgraph.store.events import NewEvent, NextAppend, RunLogClosed, append
 from wop_langgraph.store.held import HeldWrite
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
@@ -53,11 +53,14 @@ class TaskWritesListener(Protocol):
     def wants(self, batch: WriteBatch) -> bool:
         """Whether the batch needs :meth:`record` (others are stored without a transaction)."""
 
-    def opening(self, conn: Connection, batch: WriteBatch) -> AbstractContextManager[None]:
-        """Around what is recorded in the transaction of any of the run's batches (a subgraph's too)."""
+    def opening(self, conn: Connection, batch: WriteBatch, ahead: NextAppend) -> AbstractContextManager[None]:
+        """Around what is recorded in the transaction of any of the run's batches (a subgraph's
+        too); what it puts in ``ahead`` goes with the first append to the run's log made
+        within."""
 
-    def record(self, conn: Connection, batch: WriteBatch) -> None:
-        """Inside the batch's transaction, after its interrupts are recorded."""
+    def record(self, conn: Connection, batch: WriteBatch, ahead: NextAppend) -> None:
+        """Inside the batch's transaction, after its interrupts are recorded (its appends
+        given ``ahead``)."""
 
     def one_append(self, batch: WriteBatch) -> bool:
         """Whether its part in recording ``batch`` (:meth:`opening` and :meth:`record`) is at
@@ -119,17 +122,22 @@ class InterruptRecorder:
         drive listens: its listener's ``opening``)."""
         return batch.thread_id in self._task_listeners
 
-    def record(self, conn: Connection, batch: WriteBatch) -> None:
-        """Record every interrupt in the batch's ``__interrupt__`` writes, then tell the listener."""
+    def record(self, conn: Connection, batch: WriteBatch, ahead: NextAppend | None = None) -> None:
+        """Record every interrupt in the batch's ``__interrupt__`` writes, then tell the listener.
+
+        ``ahead``: what the saver sends with the batch's first append to the run's log (its
+        writes, riding in the append's statement: see ``one_append``); the run's listener adds
+        what the drive holds."""
+        ahead = NextAppend(batch.thread_id) if ahead is None else ahead
         opening = self._task_listeners.get(batch.thread_id)
-        with opening.opening(conn, batch) if opening is not None else nullcontext():
+        with opening.opening(conn, batch, ahead) if opening is not None else nullcontext():
             for value in batch.channel_values("__interrupt__"):
                 for item in value or ():
                     if isinstance(item, Interrupt):
-                        self._record_one(conn, batch, item)
+                        self._record_one(conn, batch, item, ahead)
             listener = None if batch.checkpoint_ns else self._task_listeners.get(batch.thread_id)
             if listener is not None:
-                listener.record(conn, batch)
+                listener.record(conn, batch, ahead)
 
     def committed(self, batch: WriteBatch) -> None:
         """Tell the run's listener that a batch it recorded has committed."""
@@ -149,7 +157,7 @@ class InterruptRecorder:
         listener = None if checkpoint_ns else self._task_listeners.get(thread_id)
         return listener is not None and listener.hold(write, batch)
 
-    def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
+    def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt, ahead: NextAppend) -> None:
         if recorded_by_caller(batch.task_path, item.value):
             return
         run_id = batch.thread_id
@@ -197,12 +205,13 @@ class InterruptRecorder:
             )
             if conn.dialect.name == "postgresql":
                 # The insert, the run's wait and the events: one statement.
-                stored, inserted = _record_and_log(conn, record, waiting, now)
+                stored, inserted = _record_and_log(conn, record, waiting, now, ahead)
             else:
                 stored, inserted = insert_interrupt(conn, record)
                 if inserted:
                     # The run waits from the statement that tells of the interrupt.
-                    append_events(conn, run_id, _told(record), now=now, leading=mark_waiting(waiting))
+                    told = _told(record)
+                    append(conn, run_id, told, now=now, leading=mark_waiting(waiting), ahead=ahead)
             if inserted:
                 break
             if stored.lg_interrupt_id == item.id:
@@ -239,19 +248,20 @@ def _told(record: InterruptRecord) -> list[NewEvent]:
 
 
 def _record_and_log(
-    conn: Connection, record: InterruptRecord, waiting: dict[str, Any], now: datetime
+    conn: Connection, record: InterruptRecord, waiting: dict[str, Any], now: datetime, ahead: NextAppend
 ) -> tuple[InterruptRecord, bool]:
-    """PostgreSQL: insert ``record`` and, if it was new, put its run to wait and log its events,
-    in one statement; as :func:`insert_interrupt`, the stored record and whether it was new."""
+    """PostgreSQL: insert ``record`` and, if it was new, put its run to wait and log its events
+    (after what goes ``ahead``), in one statement; as :func:`insert_interrupt`, the stored
+    record and whether it was new."""
     events = _told(record)
     try:
-        row = append_events_if(
-            conn, record.run_id, events, now=now, gate=inserting_gate(record, waiting), staged_first=True
-        )
+        row = append(
+            conn, record.run_id, events, now=now, gate=inserting_gate(record, waiting), ahead=ahead
+        ).row
     except RunLogClosed:
-        # Stored, but nothing logged: an event staged with them was logged already (a replay),
-        # or the log is closed. The usual append tells which (and raises if it is closed).
-        append_events(conn, record.run_id, events, now=now)
+        # Stored, but nothing logged: an event to go first was logged already (a replay), or
+        # the log is closed. The usual append tells which (and raises if it is closed).
+        append(conn, record.run_id, events, now=now, ahead=ahead)
         return record, True
     if row is not None:
         return record_of(row), True

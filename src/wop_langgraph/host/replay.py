@@ -24,7 +24,7 @@ from wop_langgraph.nodes.context import stable_id
 from wop_langgraph.protocol.errors import WopError
 from wop_langgraph.protocol.keys import interrupt_id_for, interrupt_key
 from wop_langgraph.store.engine import Connection, Engine, reading
-from wop_langgraph.store.events import last_sequence, read_events
+from wop_langgraph.store.events import NextAppend, last_sequence, read_events
 from wop_langgraph.store.forks import ForkRecord, fork_of, node_outcomes_logged
 from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run
 from wop_langgraph.store.recording import WriteBatch
@@ -113,10 +113,10 @@ class ForkAwareRecorder(InterruptRecorder):
         """``run_id`` was created as a plain run: it has no fork row, and never will."""
         self._forks._remember(run_id, None)
 
-    def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt) -> None:
+    def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt, ahead: NextAppend) -> None:
         fork = self._forks.get(conn, batch.thread_id)
         if fork is None or not fork.is_replay or recorded_by_caller(batch.task_path, item.value):
-            super()._record_one(conn, batch, item)
+            super()._record_one(conn, batch, item, ahead)
             return
         known = interrupts_of_run(conn, fork.run_id)
         if any(r.lg_interrupt_id == item.id for r in known):
@@ -132,7 +132,7 @@ class ForkAwareRecorder(InterruptRecorder):
             # Asked again. A gate the source asked too was notified then: not a second time.
             self._quiet.on = source is not None
             try:
-                super()._record_one(conn, batch, item)
+                super()._record_one(conn, batch, item, ahead)
             finally:
                 self._quiet.on = False
             return
@@ -154,6 +154,7 @@ class ForkAwareRecorder(InterruptRecorder):
         )
         stored, inserted = insert_interrupt(conn, row)
         if inserted:
+            ahead.append_left(conn)  # what goes first, before the resolution's events
             redeliver(conn, stored, source, self._clock())
 
 

@@ -39,7 +39,7 @@ from wop_langgraph.protocol.principal import MembershipResolver, Principal
 from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally, vote_of
 from wop_langgraph.store import idempotency
 from wop_langgraph.store.engine import Connection, Engine, reading
-from wop_langgraph.store.events import NewEvent, append_events_if
+from wop_langgraph.store.events import NewEvent, append
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
     claim_write,
@@ -460,10 +460,7 @@ def _claim_in(
     queueing = enqueue_write(conn, target.run_id, now=now, running=True, notify=then is None)
     # The claim gates the events (one statement on PostgreSQL); a lost claim raises, and the
     # caller's transaction takes the queueing back.
-    if (
-        append_events_if(conn, target.run_id, events, now=now, gate=claiming, leading=queueing, then=then)
-        is None
-    ):
+    if append(conn, target.run_id, events, now=now, gate=claiming, leading=queueing, then=then).row is None:
         raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
     return events[0].event_id
 

@@ -45,7 +45,7 @@ from wop_langgraph.protocol.principal import MembershipResolver, Principal
 from wop_langgraph.protocol.snapshot import RESULT_EXTENSION
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import Connection, Engine, one_statement, reading
-from wop_langgraph.store.events import NewEvent, append_events, read_events
+from wop_langgraph.store.events import NewEvent, append, read_events
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
     PendingFilter,
@@ -390,7 +390,7 @@ class WopHost:
                 # A run this caller drives is told of to no one until the drive's first commit,
                 # which is synchronous and makes the run durable with it: no WAL flush of its own.
                 asynchronously = lease is not None and connect is one_statement
-                append_events(
+                append(
                     conn,
                     run_id,
                     [NewEvent("run.started", started)],
@@ -593,7 +593,7 @@ class WopHost:
                 payload["cancelledBy"] = principal.subject_id  # a string in runCancelled
             if parent_run_id is not None:
                 payload["parentRunId"] = parent_run_id
-            append_events(conn, run_id, [NewEvent("run.cancelled", payload)], now=now, close=True)
+            append(conn, run_id, [NewEvent("run.cancelled", payload)], now=now, close=True)
             notify(conn, CANCEL_CHANNEL, run_id)
         self.executor.cancel_local(run_id)
         self._settle_links(run_id)

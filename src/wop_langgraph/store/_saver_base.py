@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Concatenate, NamedTuple, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, NamedTuple, ParamSpec, Self, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -42,7 +42,7 @@ from wop_langgraph.store._saver_sql import (
 from wop_langgraph.store._saver_tx import ConnectionLost, Database, Tx, driver_error, store_error
 from wop_langgraph.store.appended import release_signals
 from wop_langgraph.store.engine import configure_sqlite, is_sqlite, make_engine, normalize_url
-from wop_langgraph.store.events import RideNotTaken, riding_next_append
+from wop_langgraph.store.events import NextAppend, RideNotTaken
 from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
 
@@ -381,14 +381,12 @@ class SaverBase(BaseCheckpointSaver[str]):
         logged nothing (nothing was stored: the caller stores the batch the usual way)."""
         if len(rows) > WRITES_PER_STATEMENT:
             return False
-        ride = (gated_writes_upsert, len(rows), gated_writes_params(rows))
+        ahead = NextAppend(batch.thread_id, ride=(gated_writes_upsert, len(rows), gated_writes_params(rows)))
         try:
-            with (
-                self._db.transaction("put_writes", write=True, atomic=False, with_connection=True) as tx,
-                riding_next_append(tx.connection, batch.thread_id, ride) as taken,
-            ):
-                recorder.record(tx.connection, batch)
-                if not taken():  # the recorder appended nothing: the writes on their own
+            with self._db.transaction("put_writes", write=True, atomic=False, with_connection=True) as tx:
+                # (``record`` takes ``ahead`` where ``one_append`` says yes: see WriteRecorder)
+                cast(Any, recorder).record(tx.connection, batch, ahead)
+                if not ahead.rode:  # the recorder appended nothing: the writes on their own
                     ops.store_writes(tx, self._sql, rows, None, batch)
         except RideNotTaken:
             return False

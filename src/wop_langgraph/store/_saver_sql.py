@@ -410,7 +410,7 @@ def gated_writes_upsert(gate: Any, count: int) -> Any:
     row stored once per row of ``gate``: with a gate of one row or none, only if it has one.
 
     The rows ride in an event append's statement (see
-    :func:`wop_langgraph.store.events.riding_next_append`), gated by its ``reserved`` CTE:
+    :class:`wop_langgraph.store.events.NextAppend`), gated by its ``reserved`` CTE:
     a task's writes are stored exactly when its end is logged.
     """
     rows = [

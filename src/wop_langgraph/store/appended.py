@@ -4,7 +4,7 @@ Readers (SSE streams, long polls) wait here instead of polling the database, so 
 stream costs no queries. In one process the signal comes from the engine itself: every
 transaction that appended events remembers the runs it touched, and once its commit is done
 (the connection goes back to the pool, or begins its next transaction) their waiters wake.
-Across processes on PostgreSQL, :func:`~wop_langgraph.store.events.append_events` also sends
+Across processes on PostgreSQL, :func:`~wop_langgraph.store.events.append` also sends
 ``NOTIFY`` on :data:`EVENTS_CHANNEL`, which the database delivers after the commit; a
 listener (see :class:`AppendSignals`) turns those into the same wake-ups. On SQLite shared by
 several processes, readers fall back to a slow re-check.

@@ -171,7 +171,7 @@ def inserting_gate(record: InterruptRecord, waiting: Mapping[str, Any]) -> tuple
     """PostgreSQL: the insert of ``record`` as :func:`insert_interrupt` makes it (nothing when
     the interrupt exists) and, only if it inserted, its run's move to the waiting status
     (``waiting``: ``wait_status``, ``wait_node``, ``wait_now``; a run that is ``pending`` or
-    ``running``), as a gate of ``append_events_if``: its row is the interrupt as stored."""
+    ``running``), as the gate of an ``append``: its row is the interrupt as stored."""
     params = {f"new_{name}": getattr(record, name) for name in _FIELDS}
     return _inserting_gate_statement(), params | dict(waiting)
 
@@ -379,7 +379,7 @@ def claim_write(
     votes: list[dict[str, Any]] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """:func:`claim` as a statement and its parameters, to run with others: it returns the
-    interrupt's id when it wins (a gate of ``append_events_if``), no row when not."""
+    interrupt's id when it wins (the gate of an ``append``), no row when not."""
     if status == "pending":
         raise ValueError("a claim must move the interrupt to a final status")
     params = {
@@ -431,7 +431,7 @@ def mark_consumed(conn: Connection, interrupt_ids: Sequence[str], *, now: dateti
 
 def consume_one_write(interrupt_id: str, *, now: datetime) -> tuple[Any, dict[str, Any]]:
     """:func:`mark_consumed` of one interrupt as a statement and its parameters, to run with
-    others (for example as the leading write of an append: see ``append_events``)."""
+    others (for example as the leading write of an append: see ``store.events.append``)."""
     return _consume_one_statement(), {"consumed_id": interrupt_id, "consumed_now": now}
 
 

@@ -45,9 +45,11 @@ class WriteRecorder(Protocol):
     ``committed(batch)`` runs after the batch's transaction committed; ``before_put(thread_id,
     checkpoint_ns)`` runs before a checkpoint is stored (and may wait); ``one_append(batch) ->
     bool`` says that recording the batch is at most one append to the run's event log and
-    nothing else: on PostgreSQL the writes then ride in that append's statement, in autocommit
-    (see :func:`~wop_langgraph.store.events.riding_next_append`), and if it logs nothing the
-    batch is stored again the usual way, ``record`` called a second time. ``hold(thread_id,
+    nothing else: on PostgreSQL the writes then ride in that append's statement, in autocommit:
+    the saver calls ``record(conn, batch, ahead)``, ``ahead`` a
+    :class:`~wop_langgraph.store.events.NextAppend` carrying them for the recorder's append to
+    take; if it logs nothing the batch is stored again the usual way, ``record`` called a
+    second time (without ``ahead``). ``hold(thread_id,
     checkpoint_ns, write, batch) -> bool`` may keep a save to store later instead: a checkpoint
     (``batch`` ``None``), or writes it would take with at most one append (``one_append``) or
     not at all; ``write`` (a :data:`~wop_langgraph.store.held.HeldWrite`) then stores them in

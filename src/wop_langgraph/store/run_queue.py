@@ -156,7 +156,7 @@ def enqueue_write(
     conn: Connection, run_id: str, *, now: datetime, running: bool = False, notify: bool = True
 ) -> tuple[Any, dict[str, Any]]:
     """:func:`enqueue` as a statement and its parameters, to run with others (for example as
-    the leading write of the append that tells of it: see ``append_events``).
+    the leading write of the append that tells of it: see ``store.events.append``).
 
     ``notify=False``: no ``NOTIFY`` (PostgreSQL), for a run whose lease the same transaction
     takes: a worker it woke would find the run leased (pollers still see a lease that lapses).

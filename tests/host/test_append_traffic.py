@@ -1,0 +1,86 @@
+"""The statements and round trips of the full path (a run created, suspended at an approval,
+resolved, completed): fixed numbers on each database, so that a change to how events are
+appended (one statement per append on PostgreSQL, riding and held writes in its pipeline)
+shows here if it costs a statement or a round trip more."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from tests.host._graphs import ALICE, WORKFLOW, approval_graph
+from tests.host._support import HostFactory
+from tests.round_trips import traffic
+from wop_langgraph.host import WopHost, held_writes
+
+ACCEPT = {"action": "accept", "feedback": "ship it"}
+
+#: (statements, round trips) of a run's creation (to its approval's wait) and of its resolution
+#: (to its completion), as measured before the event log's one append API (issue 37).
+EXPECTED = {
+    "postgresql": {"create": (12, 5), "resolve": (14, 5)},
+    # (SQLite: in process, each statement a call of its own.)
+    "sqlite": {"create": (24, 24), "resolve": (26, 26)},
+}
+
+
+@contextmanager
+def _sqlite_statements(host: WopHost) -> Iterator[list[str]]:
+    """Every statement SQLite runs for the host's engine within the block (its trace
+    callback: watching the cursor would take the statements off the driver path)."""
+    seen: list[str] = []
+
+    def trace(dbapi: Any, *_: Any) -> None:
+        if isinstance(dbapi, sqlite3.Connection):
+            dbapi.set_trace_callback(seen.append)
+
+    host.engine.pool.dispose()  # new connections, each traced from its checkout
+    event.listen(host.engine, "checkout", trace)
+    try:
+        yield seen
+    finally:
+        event.remove(host.engine, "checkout", trace)
+        host.engine.pool.dispose()
+
+
+def _cycle(host: WopHost, db_url: str) -> dict[str, tuple[int, int]]:
+    """(statements, round trips) of each half of one full-path cycle."""
+    measured: dict[str, tuple[int, int]] = {}
+    snap: dict[str, Any] = {}
+    for half in ("create", "resolve"):
+
+        def act(half: str = half) -> None:
+            if half == "create":
+                snap.update(host.create_run(WORKFLOW, {"log": []}, owner=ALICE))
+                assert snap["status"] == "waiting-approval"
+            else:
+                assert host.resolve(snap["runId"], "review", ACCEPT, ALICE)["status"] == "completed"
+
+        if db_url.startswith("sqlite"):
+            with _sqlite_statements(host) as seen:
+                act()
+            # One writer, in process: every statement is a call, none is a network round trip.
+            done = [s for s in seen if s.strip()]
+            measured[half] = (len(done), len(done))
+        else:
+            with traffic() as counts:
+                act()
+            measured[half] = (counts["statements"] + counts["commands"], counts["round_trips"])
+    return measured
+
+
+def test_the_full_path_runs_its_known_statements_and_round_trips(
+    make_host: HostFactory, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 60.0)  # nothing stored on its own meanwhile
+    host = make_host()
+    host.register(WORKFLOW, approval_graph())
+    _cycle(host, db_url)  # warm the pool and the statement caches
+    measured = _cycle(host, db_url)
+    dialect = "sqlite" if db_url.startswith("sqlite") else "postgresql"
+    assert measured == EXPECTED[dialect]
