@@ -177,6 +177,8 @@ class Compiled:
 
     def fetch(self, cursor: Any, conn: Connection | None = None) -> tuple[_Rows, int]:
         """The rows of ``cursor`` (converted as SQLAlchemy would) and its rowcount; closes it."""
+        found: Any
+        count: int
         try:
             # (not ``cursor.description``: psycopg builds a column object per column to answer it)
             found = cursor.fetchall() if self.keys else []
@@ -187,7 +189,7 @@ class Compiled:
         convert = self.convert
         if convert is not None and found:
             found = [convert(row) for row in found]
-        return cast(_Rows, found), int(count)
+        return found, count
 
     def run(
         self,
