@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from sqlalchemy import Engine
 
 
 @contextmanager
@@ -108,3 +109,29 @@ def traffic() -> Iterator[dict[str, int]]:
         psycopg.Connection.pipeline = pipeline  # type: ignore[method-assign]
         sent = counts["statements"] + counts["commands"]
         counts["round_trips"] = sent - piped_sent[0] + counts["pipelines"]
+
+
+@contextmanager
+def parsed_queries(engine: Engine) -> Iterator[list[bytes]]:
+    """Each query psycopg converts from ``%(name)s`` placeholders meanwhile (it parses the SQL
+    to do so; a raw cursor's ``$n`` SQL is sent as it is). Always empty off PostgreSQL."""
+    parsed: list[bytes] = []
+    if engine.dialect.name != "postgresql":
+        yield parsed
+        return
+    from psycopg import _queries
+
+    cached, uncached = _queries._query2pg, _queries._query2pg_nocache
+
+    def counted(convert: Any) -> Any:
+        def wrapper(query: bytes, encoding: str) -> Any:
+            parsed.append(query)
+            return convert(query, encoding)
+
+        return wrapper
+
+    _queries._query2pg, _queries._query2pg_nocache = counted(cached), counted(uncached)  # type: ignore[assignment]
+    try:
+        yield parsed
+    finally:
+        _queries._query2pg, _queries._query2pg_nocache = cached, uncached  # type: ignore[assignment]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, Engine, Integer, String, bindparam, cast, event, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, StatementError
-from tests.round_trips import statements
+from tests.round_trips import parsed_queries, statements
 
 from wop_langgraph._clock import as_utc
 from wop_langgraph.store.events import NewEvent, append, read_events
@@ -327,9 +327,8 @@ def test_a_long_statement_with_many_parameters_runs_as_through_sqlalchemy_and_ps
         .order_by(interrupts_table.c.key)
     )
     params = {"of_run": RUN} | {f"wanted_{i}": f"key-{i}" for i in range(60)}
-    parsed: list[bytes] = []
     answers = []
-    with _parses_counted(engine, parsed):
+    with parsed_queries(engine) as parsed:
         for path in ("driver", "sqlalchemy"):
             with engine.begin() as conn:
                 if path == "sqlalchemy":
@@ -338,30 +337,6 @@ def test_a_long_statement_with_many_parameters_runs_as_through_sqlalchemy_and_ps
                 if path == "driver" and engine.dialect.name == "postgresql":
                     assert parsed == []  # the driver path sent its SQL as it is
     assert answers[0] == answers[1] == [(f"key-{i}", RUN) for i in range(3)]
-
-
-@contextmanager
-def _parses_counted(engine: Engine, parsed: list[bytes]) -> Iterator[None]:
-    """Record each query psycopg converts from ``%(name)s`` placeholders (PostgreSQL only)."""
-    if engine.dialect.name != "postgresql":
-        yield
-        return
-    from psycopg import _queries
-
-    cached, uncached = _queries._query2pg, _queries._query2pg_nocache
-
-    def counted(convert: Any) -> Any:
-        def wrapper(query: bytes, encoding: str) -> Any:
-            parsed.append(query)
-            return convert(query, encoding)
-
-        return wrapper
-
-    _queries._query2pg, _queries._query2pg_nocache = counted(cached), counted(uncached)  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        _queries._query2pg, _queries._query2pg_nocache = cached, uncached  # type: ignore[assignment]
 
 
 def test_statements_run_together_answer_as_each_alone_in_one_round_trip(engine: Engine) -> None:

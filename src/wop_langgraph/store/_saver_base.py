@@ -226,11 +226,11 @@ class SaverBase(BaseCheckpointSaver[str]):
         (:meth:`handing_over`).
         """
         self._check_open("get_tuple")
-        tx = Tx(conn.connection.driver_connection, conn, binary=self._sql.postgres)
-        cursor = tx.execute(self._sql.read_latest, {"tid": thread_id, "ns": ""})
+        read = self._sql.read_latest
+        cursor = Tx.of(conn).execute(read, {"tid": thread_id, "ns": ""})
 
         def answer() -> CheckpointTuple | None:
-            loaded = ops.loaded_of(cursor.fetchall())
+            loaded = ops.loaded_of(read.fetch(cursor, conn)[0])
             return None if loaded is None else self._codec.checkpoint_tuple(*loaded)
 
         return answer
@@ -368,10 +368,10 @@ class SaverBase(BaseCheckpointSaver[str]):
         hold = getattr(self.recorder, "hold", None)
         if not callable(hold):
             return False
-        sql, binary = self._sql, self._sql.postgres
+        sql = self._sql
 
         def write(conn: Connection) -> None:
-            op(Tx(conn.connection.driver_connection, conn, binary=binary), sql, *args, **kwargs)
+            op(Tx.of(conn), sql, *args, **kwargs)
 
         return bool(hold(thread_id, checkpoint_ns, write, batch))
 

@@ -16,7 +16,7 @@ from sqlalchemy import Connection
 
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store._saver_codec import CheckpointRow, WriteParams, WriteRow
-from wop_langgraph.store._saver_sql import WRITES_PER_STATEMENT, Sql, Statements
+from wop_langgraph.store._saver_sql import WRITES_PER_STATEMENT, Compiled, Statements
 from wop_langgraph.store._saver_tx import Tx
 from wop_langgraph.store.held import stored_with_held
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
@@ -63,7 +63,7 @@ def loaded_of(found: Sequence[Sequence[Any]]) -> Loaded | None:
     return cast(CheckpointRow, tuple(row)), cast(list[WriteRow], writes)
 
 
-def read_page(tx: Tx, sql: Statements, query: Sql) -> list[Loaded]:
+def read_page(tx: Tx, sql: Statements, query: Compiled) -> list[Loaded]:
     """The rows ``query`` selects, each with its writes (one writes query per namespace)."""
     rows = cast(list[CheckpointRow], tx.rows(query))
     writes: dict[tuple[str, str, str], list[WriteRow]] = {(r[0], r[1], r[2]): [] for r in rows}

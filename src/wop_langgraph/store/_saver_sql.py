@@ -1,9 +1,10 @@
 """The saver's SQL: built with SQLAlchemy Core, compiled once per dialect, run on the driver.
 
 Each statement is written once as a Core construct and compiled for the engine's dialect into
-a :class:`~wop_langgraph.store.statements.Sql` (text plus parameter order) the first time a
-saver meets that dialect; the hot path then hands the text straight to the DBAPI cursor,
-skipping SQLAlchemy's per-execution work. Only ``list`` compiles per call, because its filters vary.
+a :class:`~wop_langgraph.store.statements.Compiled` in the driver's form (its values are the
+codec's bytes and JSON text: no type processor runs) the first time a saver meets that
+dialect; the hot path then runs it on the DBAPI cursor, skipping SQLAlchemy's per-execution
+work. Only ``list`` compiles per call, because its filters vary.
 
 What differs by dialect is spelled here and nowhere else: the upsert (each dialect's
 ``insert(...).on_conflict_do_update``), lists of ids (``= ANY(array)`` on PostgreSQL,
@@ -46,14 +47,14 @@ from sqlalchemy.sql.expression import CTE, Select
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table as W
 from wop_langgraph.store.checkpoint_tables import checkpoints_table as C
-from wop_langgraph.store.statements import Sql, compile_sql
+from wop_langgraph.store.statements import Compiled, compile_statement
 
 __all__ = [
     "CONTROL_CHANNELS",
     "INTERRUPT",
     "NULL_TASK_ID",
     "WRITES_PER_STATEMENT",
-    "Sql",
+    "Compiled",
     "Statements",
     "gated_writes_params",
     "gated_writes_upsert",
@@ -67,11 +68,11 @@ NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 CONTROL_CHANNELS = frozenset({"__error__", "__error_source_node__", INTERRUPT, "__resume__"})
 #: Most write rows stored by one statement (9 binds each: within SQLite's oldest limit of 999).
 WRITES_PER_STATEMENT = 100
-#: PostgreSQL: appended to a write statement run in autocommit, makes its commit asynchronous
+#: PostgreSQL: returned by a write statement run in autocommit, makes its commit asynchronous
 #: (``synchronous_commit`` off for its own transaction only, set before the commit reads it):
 #: the commit returns without waiting for the WAL flush. See
 #: :meth:`~wop_langgraph.store._saver_base.SaverBase.committing_asynchronously`.
-_COMMIT_ASYNCHRONOUSLY = " RETURNING set_config('synchronous_commit', 'off', true)"
+_COMMIT_ASYNCHRONOUSLY: ColumnElement[Any] = literal_column("set_config('synchronous_commit', 'off', true)")
 # Metadata keys a DeltaChannel leaves behind; pruning must not cut such a thread's history.
 _DELTA_MARKERS = ("counters_since_delta_snapshot", "delta_writes_versioned")
 
@@ -144,24 +145,27 @@ class Statements:
         self.dialect = dialect
         self.postgres = dialect.name == "postgresql"
         insert = postgresql.insert if self.postgres else sqlite.insert
-        sql = functools.partial(compile_sql, dialect=dialect)
+        sql = functools.partial(compile_statement, dialect=dialect, driver_form=True)
 
         values: dict[str, Any] = {c.name: bindparam(c.name) for c in C.columns}
         values["metadata"] = self._json_param("metadata")
         upsert_checkpoint = insert(C).values(values)
-        self.upsert_checkpoint = sql(
-            upsert_checkpoint.on_conflict_do_update(
-                index_elements=list(C.primary_key.columns),
-                set_={
-                    name: upsert_checkpoint.excluded[name]
-                    for name in ("parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata")
-                },
-            )
+        upsert_checkpoint = upsert_checkpoint.on_conflict_do_update(
+            index_elements=list(C.primary_key.columns),
+            set_={
+                name: upsert_checkpoint.excluded[name]
+                for name in ("parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata")
+            },
         )
-        self.upsert_checkpoint_asynchronously = _asynchronously(self.upsert_checkpoint, self.postgres)
+        self.upsert_checkpoint = sql(upsert_checkpoint)
+        self.upsert_checkpoint_asynchronously = (
+            sql(upsert_checkpoint.returning(_COMMIT_ASYNCHRONOUSLY))
+            if self.postgres
+            else self.upsert_checkpoint
+        )
         self._insert = insert
         # By row count, and whether the statement commits asynchronously.
-        self._upsert_writes: dict[tuple[int, bool], tuple[str, tuple[str, ...] | None, Any]] = {}
+        self._upsert_writes: dict[tuple[int, bool], tuple[Compiled, list[Any] | None]] = {}
 
         # get_tuple reads the checkpoint and its writes in ONE statement (one snapshot, one
         # round trip): the checkpoint row (kind 0) and its writes (kind 1).
@@ -254,7 +258,7 @@ class Statements:
 
     def upsert_writes(
         self, rows: Sequence[Sequence[Any]], *, asynchronously: bool = False
-    ) -> tuple[str, Sequence[Any] | Mapping[str, Any]]:
+    ) -> tuple[Compiled, Sequence[Any] | Mapping[str, Any]]:
         """One statement storing up to :data:`WRITES_PER_STATEMENT` rows (each in the table's
         column order), and its parameters laid out for the driver.
 
@@ -269,32 +273,31 @@ class Statements:
         found = self._upsert_writes.get(key)
         if found is None:
             found = self._upsert_writes.setdefault(key, self._compile_upsert_writes(*key))
-        text, names, tail = found
+        compiled, tail = found
         values = [value for row in rows for value in row]
-        if names is None:
-            return text, values + tail
-        return text, {**dict(zip(names, values, strict=True)), **tail}
+        if tail is None:  # named parameters
+            return compiled, compiled.bind(_row_binds(values))
+        return compiled, values + tail
 
-    def _compile_upsert_writes(
-        self, count: int, asynchronously: bool
-    ) -> tuple[str, tuple[str, ...] | None, Any]:
+    def _compile_upsert_writes(self, count: int, asynchronously: bool) -> tuple[Compiled, list[Any] | None]:
+        """The upsert of ``count`` rows and, if its parameters are positional, the values of
+        its own binds (the ``WHERE`` literal) that follow the rows'."""
         statement = _on_conflict_of_writes(
             self._insert(W).values(
                 [{c.name: bindparam(f"{c.name}_{i}") for c in W.columns} for i in range(count)]
             )
         )
-        compiled = compile_sql(statement, self.dialect)
         if asynchronously:
-            compiled = _asynchronously(compiled, self.postgres)
-        row_binds = tuple(f"{c.name}_{i}" for i in range(count) for c in W.columns)
-        if compiled.names is None:  # named parameters: a dict of the row binds and the rest
-            return compiled.text, row_binds, dict(compiled.defaults)
+            statement = statement.returning(_COMMIT_ASYNCHRONOUSLY)
+        compiled = compile_statement(statement, self.dialect, driver_form=True)
+        row_binds = _row_binds([None] * count * len(W.columns))
+        if compiled.names is None:
+            return compiled, None
         # Positional: the row values first, in order, then the WHERE literal; checked here so
         # a different layout from a future SQLAlchemy fails loudly rather than misplacing values.
-        head, rest = compiled.names[: len(row_binds)], compiled.names[len(row_binds) :]
-        if head != row_binds:
+        if compiled.names[: len(row_binds)] != tuple(row_binds):
             raise RuntimeError(f"unexpected parameter order for the writes upsert: {compiled.names}")
-        return compiled.text, None, [compiled.defaults[name] for name in rest]
+        return compiled, list(compiled.bind(row_binds))[len(row_binds) :]
 
     def id_list(self, ids: Sequence[str]) -> Any:
         """The value to bind as ``ids``: an array on PostgreSQL, JSON text for ``json_each``."""
@@ -310,7 +313,7 @@ class Statements:
         before_id: str | None,
         after_key: tuple[str, str, str] | None,
         limit: int,
-    ) -> Sql:
+    ) -> Compiled:
         """One page of ``list``, newest first, resuming strictly after ``after_key``.
 
         The values are compiled in: bind the result with ``{}``. ``after_key`` is
@@ -342,7 +345,7 @@ class Statements:
             .order_by(C.c.checkpoint_id.desc(), C.c.thread_id.desc(), C.c.checkpoint_ns.desc())
             .limit(limit)
         )
-        return compile_sql(statement, self.dialect)
+        return compile_statement(statement, self.dialect, driver_form=True)
 
     def _metadata_conditions(self, metadata_filter: Mapping[str, Any]) -> list[ColumnElement[bool]]:
         if self.postgres:
@@ -391,9 +394,10 @@ def statements_for(dialect: Dialect) -> Statements:
     return found
 
 
-def _asynchronously(sql: Sql, postgres: bool) -> Sql:
-    """``sql`` (a write) committing asynchronously on PostgreSQL; elsewhere ``sql`` itself."""
-    return Sql(sql.text + _COMMIT_ASYNCHRONOUSLY, sql.names, sql.defaults) if postgres else sql
+def _row_binds(values: Sequence[Any]) -> dict[str, Any]:
+    """The writes upsert's row parameters (``<column>_<i>``) holding ``values``, row by row."""
+    names = [c.name for c in W.columns]
+    return {f"{names[i % len(names)]}_{i // len(names)}": value for i, value in enumerate(values)}
 
 
 def _on_conflict_of_writes(statement: Any) -> Any:

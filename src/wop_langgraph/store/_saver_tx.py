@@ -1,11 +1,13 @@
 """Short transactions on the driver connection: the saver's lean path to the database.
 
-A :class:`Database` runs the compiled statements of :mod:`wop_langgraph.store._saver_sql`
-straight on DBAPI cursors, skipping SQLAlchemy's per-statement work, which costs more than
-the statements themselves on a fast database. When a caller needs a SQLAlchemy
-``Connection`` in the same transaction (the write recorder), the transaction is opened
-through SQLAlchemy instead and the statements run on that connection's driver connection,
-so both share one transaction.
+A :class:`Database` opens the transactions in which the statements of
+:mod:`wop_langgraph.store._saver_sql` (compiled in the driver's form) run straight on DBAPI
+cursors, through the store's statement engine (:mod:`wop_langgraph.store.statements`),
+skipping SQLAlchemy's per-statement work, which costs more than the statements themselves on a
+fast database. When a caller needs a SQLAlchemy ``Connection`` in the same transaction (the
+write recorder), the transaction is opened through SQLAlchemy instead and the statements run
+on that connection's driver connection, so both share one transaction (and a driver error
+there is raised as that connection raises it).
 
 * Operations of one statement (``put``, ``put_writes`` without a recorder, ``get_tuple``)
   run in autocommit: the statement is atomic by itself, and on PostgreSQL that makes the
@@ -26,16 +28,16 @@ from the driver's exception; a broken connection is dropped and reported as
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from wop_langgraph.protocol.errors import StoreError
 from wop_langgraph.store.engine import is_memory_sqlite, one_statement, write_lock
-from wop_langgraph.store.statements import Tx
+from wop_langgraph.store.statements import Compiled
 
 __all__ = ["ConnectionLost", "Database", "Tx", "driver_error", "store_error"]
 
@@ -45,6 +47,50 @@ class ConnectionLost(StoreError):
 
     The broken connection is gone; the operation may be retried on a fresh one.
     """
+
+
+_NO_PARAMS: Mapping[str, Any] = {}
+
+
+class Tx:
+    """One open transaction of the saver: its DBAPI connection, and the SQLAlchemy
+    ``Connection`` around it when it was opened with one. Statements run through the engine
+    (:class:`~wop_langgraph.store.statements.Compiled`)."""
+
+    __slots__ = ("_connection", "_dbapi")
+
+    def __init__(self, dbapi: Any, connection: Connection | None = None) -> None:
+        self._dbapi = dbapi
+        self._connection = connection
+
+    @classmethod
+    def of(cls, conn: Connection) -> Tx:
+        """The transaction open on ``conn`` (statements run on its driver connection)."""
+        return cls(conn.connection.driver_connection, conn)
+
+    def execute(self, sql: Compiled, params: Mapping[str, Any] = _NO_PARAMS) -> Any:
+        """Run ``sql`` and return its cursor (see :meth:`Compiled.fetch` for its rows)."""
+        conn = self._connection
+        return sql.execute(self._dbapi, sql.bind(params) if conn is None else sql.bound(params, conn), conn)
+
+    def execute_bound(self, sql: Compiled, bound: Sequence[Any] | Mapping[str, Any]) -> Any:
+        """Run ``sql`` with parameters already laid out for the driver; its cursor."""
+        return sql.execute(self._dbapi, bound, self._connection)
+
+    def rows(self, sql: Compiled, params: Mapping[str, Any] = _NO_PARAMS) -> Sequence[Sequence[Any]]:
+        """Run ``sql`` and return all its rows."""
+        return sql.run(self._dbapi, params, self._connection)[0]
+
+    def execute_many(self, sql: Compiled, params: Sequence[Mapping[str, Any]]) -> None:
+        """Run ``sql`` once per parameter set, in one driver call."""
+        sql.execute_many(self._dbapi, params, self._connection)
+
+    @property
+    def connection(self) -> Connection:
+        """The SQLAlchemy connection of this transaction (only when opened with one)."""
+        if self._connection is None:
+            raise RuntimeError("this transaction was opened without a SQLAlchemy connection")
+        return self._connection
 
 
 def driver_error(exc: BaseException) -> BaseException:
@@ -110,7 +156,7 @@ class Database:
                 # The engine's "begin" hook takes the write lock once the connection is ours.
                 connect = Engine.connect if atomic else one_statement
                 with connect(self.engine) as conn, conn.begin():
-                    yield Tx(conn.connection.driver_connection, conn, binary=not self._sqlite)
+                    yield Tx.of(conn)
             except (SQLAlchemyError, self._error) as exc:
                 lost = isinstance(exc, DBAPIError) and exc.connection_invalidated
                 raise store_error(what, exc, lost=lost) from driver_error(exc)
@@ -144,16 +190,16 @@ class Database:
             # off: without BEGIN every statement commits by itself.
             if atomic:
                 dbapi.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            yield Tx(dbapi, None)
+            yield Tx(dbapi)
             if atomic:
                 dbapi.commit()
         elif atomic:
-            yield Tx(dbapi, None, binary=True)  # psycopg begins with the first statement
+            yield Tx(dbapi)  # psycopg begins with the first statement
             dbapi.commit()
         else:
             dbapi.autocommit = True
             try:
-                yield Tx(dbapi, None, binary=True)
+                yield Tx(dbapi)
             finally:
                 dbapi.autocommit = False
 

@@ -1,27 +1,34 @@
 """The statement engine: Core statements compiled once per dialect, run on DBAPI cursors.
 
-Every statement the store runs goes through here, on one of two paths:
+Every statement the store runs is a :class:`Compiled`: a Core construct (the one source of its
+SQL) compiled once for a dialect into its SQL text, its parameter layout and, unless it is
+compiled in the driver's form, the bind and result processors of its types (JSON
+serialisation, SQLite's datetime text, psycopg's ``Jsonb`` wrapper). It binds a mapping of
+parameters and runs on a cursor of a DBAPI connection, with or without an SQLAlchemy
+``Connection`` around it:
 
 * :class:`DriverStatement` (the run ledger, interrupts, events, ...): in the transaction of an
-  open SQLAlchemy ``Connection``, on its driver connection, with the bind and result processors
-  of the statement's types, and pipelined on PostgreSQL (:func:`named_together`);
-* :class:`Sql` run by a :class:`Tx` (the saver): on a bare DBAPI connection whose values are
-  already in the driver's form.
+  open ``Connection``, on its driver connection; several at once in one PostgreSQL pipeline
+  (:func:`named_together`);
+* the saver (:mod:`._saver_tx`): its statements are compiled in the driver's form
+  (``driver_form``: its values are already the codec's bytes and JSON text, so no type
+  processor runs) and run on a bare DBAPI connection of its own, or on a ``Connection``'s.
 
-The rest of this docstring is about the first path.
+Errors raised by the driver go, when there is a ``Connection``, through its own error
+handling, as in ``execute``: wrapped in SQLAlchemy's exception types (a unique violation is a
+:class:`sqlalchemy.exc.IntegrityError`), a lost connection invalidated, ``handle_error`` hooks
+called. On a bare connection they are the driver's, for its owner to handle. On psycopg every
+statement is compiled with PostgreSQL's own ``$n`` placeholders and sent on a raw cursor
+(:func:`_raw`), and the first statement of a transaction goes in one pipeline with the
+driver's ``BEGIN``.
 
 ``Connection.execute`` does a lot per call besides the statement: a compiled-cache lookup, an
 execution context, generic parameter processing, event dispatch, a result object. For a hot
 statement on a fast database that costs more than the statement itself. A
-:class:`DriverStatement` keeps a Core construct as the one source of its SQL, compiles it once
-per dialect (the SQL text, the parameter layout, and the bind processors of the parameters'
-types: JSON serialisation, SQLite's datetime text, psycopg's ``Jsonb`` wrapper) and runs it on
-a cursor of the connection's own DBAPI connection: the SQL and parameter values SQLAlchemy
-would send, in the caller's transaction, whose begin, commit and rollback stay SQLAlchemy's
-(and with them every hook on them).
-
-SQLAlchemy runs the statement itself (``conn.execute``, as if this module were not there)
-whenever the direct path would skip something that can be observed:
+:class:`DriverStatement` runs the SQL and parameter values SQLAlchemy would send, in the
+caller's transaction, whose begin, commit and rollback stay SQLAlchemy's (and with them every
+hook on them). SQLAlchemy runs the statement itself (``conn.execute``, as if this module were
+not there) whenever the direct path would skip something that can be observed:
 
 * the connection has no active transaction: autobegin (and the engine's ``begin`` hooks), or
   the error a failed transaction raises, are SQLAlchemy's;
@@ -30,10 +37,7 @@ whenever the direct path would skip something that can be observed:
   ``do_executemany``), or the engine logs its SQL (``echo``);
 * the connection translates schema names (``schema_translate_map``).
 
-Errors raised by the driver go through the connection's own error handling, as in
-``execute``: wrapped in SQLAlchemy's exception types (a unique violation is a
-:class:`sqlalchemy.exc.IntegrityError`), a lost connection invalidated, ``handle_error`` hooks
-called. Statements needing per-execution rendering (``IN`` lists expanded at execution,
+Statements needing per-execution rendering (``IN`` lists expanded at execution,
 literal-execute parameters, Python-side column defaults, a schema translate map) are refused
 when compiled.
 
@@ -52,7 +56,7 @@ import operator
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 from weakref import WeakKeyDictionary
 
@@ -66,18 +70,17 @@ from wop_langgraph.store.engine import watches_statements
 from wop_langgraph.store.held import HeldWrite, store_ahead, storing
 
 __all__ = [
+    "Compiled",
     "DriverStatement",
     "Reads",
-    "Sql",
-    "Tx",
-    "compile_sql",
+    "compile_statement",
     "driver_connection",
     "driver_statement",
     "named_together",
 ]
 
 _Bind = Callable[[Mapping[str, Any]], Sequence[Any] | dict[str, Any]]
-_NO_PARAMS: Mapping[str, Any] = {}
+_Rows = Sequence[Sequence[Any]]
 
 
 def driver_connection(conn: Connection) -> Any | None:
@@ -100,10 +103,17 @@ def driver_connection(conn: Connection) -> Any | None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Compiled:
-    """A statement compiled for one dialect."""
+class Compiled:
+    """A statement compiled for one dialect, run on cursors of a DBAPI connection (``driver``).
+
+    Its methods take an optional ``conn``, the SQLAlchemy ``Connection`` whose transaction
+    ``driver`` serves: an error is then raised as ``conn`` raises it (see the module
+    docstring); without it, as the driver raised it.
+    """
 
     text: str
+    #: The bind names in placeholder order (a positional parameter style), else ``None``.
+    names: tuple[str, ...] | None
     #: ``params`` -> the parameters in the driver's form (a sequence or a dict).
     bind: _Bind
     #: The names of the result columns (empty for a statement that returns no rows).
@@ -112,8 +122,145 @@ class _Compiled:
     convert: Callable[[Sequence[Any]], Sequence[Any]] | None
     #: The named tuple type of a result row (``None``: no rows, or a name that is no identifier).
     row: Any
+    #: Whether the values go to and come from the driver as they are: no type processors run
+    #: (the caller's values are in the driver's form already), and on psycopg the results come
+    #: in binary format (blobs arrive as bytes, without hex decoding).
+    driver_form: bool
     #: ``DBAPI connection -> cursor`` to run ``text`` on (psycopg: a raw cursor, see :func:`_raw`).
-    cursor: Callable[[Any], Any] = operator.methodcaller("cursor")
+    cursor: Callable[[Any], Any]
+    #: psycopg: whether a statement on the driver would begin its transaction (see
+    #: :func:`_begins_transaction`); ``None`` on other drivers.
+    begins: Callable[[Any], bool] | None
+
+    def bound(self, params: Mapping[str, Any], conn: Connection | None = None) -> Any:
+        """``params`` in the form the driver takes for this statement (:attr:`bind`, whose
+        errors are raised here as SQLAlchemy raises them)."""
+        try:
+            return self.bind(params)
+        except Exception as exc:
+            if isinstance(exc, KeyError):  # (from the positional layout's itemgetter)
+                exc = InvalidRequestError(f"A value is required for bind parameter {exc.args[0]!r}")
+            if conn is None:
+                raise exc from None
+            # As in SQLAlchemy, a parameter that cannot be processed raises a StatementError.
+            conn._handle_dbapi_exception(exc, self.text, params, None, None)
+
+    def execute(
+        self, driver: Any, bound: Any, conn: Connection | None = None, ahead: Sequence[HeldWrite] = ()
+    ) -> Any:
+        """Run with ``bound`` (parameters in the driver's form) on a new cursor of ``driver``;
+        the cursor, to fetch its rows from (see :meth:`fetch`).
+
+        ``ahead`` (saves waiting for this statement of ``conn``'s transaction, see
+        :func:`~wop_langgraph.store.held.stored_ahead`) go first, in one pipeline with it. The
+        first statement of a psycopg transaction goes in one pipeline with the driver's
+        ``BEGIN``."""
+        cursor = None
+        try:
+            cursor = self.cursor(driver)
+            if ahead:
+                # One round trip: the pipeline's end sends them all and waits for every result.
+                with driver.pipeline():
+                    for write in ahead:
+                        write(cast(Connection, conn))
+                    cursor.execute(self.text, bound)
+            elif self.begins is not None and self.begins(driver):
+                # psycopg sends its implicit BEGIN as a round trip of its own; in a pipeline it
+                # goes out with the statement, and their results come back together.
+                with driver.pipeline():
+                    cursor.execute(self.text, bound)
+            else:
+                cursor.execute(self.text, bound)
+        except BaseException as exc:
+            _fail(conn, exc, self.text, bound, cursor)
+        return cursor
+
+    def fetch(self, cursor: Any, conn: Connection | None = None) -> tuple[_Rows, int]:
+        """The rows of ``cursor`` (converted as SQLAlchemy would) and its rowcount; closes it."""
+        found: Any
+        count: int
+        try:
+            # (not ``cursor.description``: psycopg builds a column object per column to answer it)
+            found = cursor.fetchall() if self.keys else []
+            count = cursor.rowcount
+            cursor.close()
+        except BaseException as exc:
+            _fail(conn, exc, self.text, None, cursor)
+        convert = self.convert
+        if convert is not None and found:
+            found = [convert(row) for row in found]
+        return found, count
+
+    def run(
+        self,
+        driver: Any,
+        params: Mapping[str, Any],
+        conn: Connection | None = None,
+        ahead: Sequence[HeldWrite] = (),
+    ) -> tuple[_Rows, int]:
+        """Bind ``params``, :meth:`execute` and :meth:`fetch`: the rows and the rowcount."""
+        bound = self.bind(params) if conn is None else self.bound(params, conn)  # (a call less)
+        return self.fetch(self.execute(driver, bound, conn, ahead), conn)
+
+    def execute_many(
+        self, driver: Any, params: Sequence[Mapping[str, Any]], conn: Connection | None = None
+    ) -> None:
+        """Run the statement once per parameter set (a statement that returns no rows)."""
+        if len(params) == 1:
+            self.fetch(self.execute(driver, self.bound(params[0], conn), conn), conn)
+            return
+        bound = [self.bound(p, conn) for p in params]
+        cursor = None
+        try:
+            cursor = self.cursor(driver)
+            cursor.executemany(self.text, bound)
+            cursor.close()
+        except BaseException as exc:
+            _fail(conn, exc, self.text, bound, cursor)
+
+
+def compile_statement(statement: Executable, dialect: Dialect, *, driver_form: bool = False) -> Compiled:
+    """Compile ``statement`` for ``dialect`` once, into a reusable :class:`Compiled`.
+
+    ``driver_form``: its parameters will be given, and its rows taken, in the driver's form
+    (see :attr:`Compiled.driver_form`).
+
+    Raises:
+        ValueError: the statement needs SQLAlchemy's per-execution processing.
+    """
+    raw = _raw(dialect)
+    compiled = cast(SQLCompiler, cast(ClauseElement, statement).compile(dialect=raw or dialect))
+    if (
+        compiled.literal_execute_params
+        or compiled.post_compile_params
+        or compiled.insert_prefetch
+        or compiled.update_prefetch
+        or compiled.schema_translate_map
+    ):
+        raise ValueError("this statement needs SQLAlchemy's per-execution processing")
+    # name in the SQL -> how to find its value; like SQLAlchemy's ``construct_params``, the
+    # caller's value is looked up by the parameter's key, then by its name.
+    slots: dict[str, _Slot] = {}
+    for param, name in compiled.bind_names.items():
+        if param.callable is not None or param.type._is_tuple_type:
+            raise ValueError(f"bind parameter {param.key!r}: not supported on the driver path")
+        processor = None if driver_form else param.type.dialect_impl(dialect).bind_processor(dialect)
+        slots[name] = _Slot(param.key, name, param.required, param.value, processor)
+    keys, convert = _results(compiled, dialect, driver_form)
+    names: tuple[str, ...] | None = None
+    if compiled.positional:
+        names = tuple(compiled.positiontup or ())
+        bind = _positional([slots[name] for name in names])
+    else:
+        escaped = compiled.escaped_bind_names
+        bind = _named([(escaped.get(n, n), slot) for n, slot in slots.items()])
+    row = _row_type(keys)
+    if raw is None:
+        return Compiled(compiled.string, names, bind, keys, convert, row, driver_form, _DBAPI_CURSOR, None)
+    cursor = _raw_cursor(binary=driver_form)
+    return Compiled(
+        compiled.string, names, bind, keys, convert, row, driver_form, cursor, _begins_transaction()
+    )
 
 
 class DriverStatement:
@@ -127,10 +274,10 @@ class DriverStatement:
 
     def __init__(self, statement: Executable) -> None:
         self.statement = statement
-        self._compiled: WeakKeyDictionary[Dialect, _Compiled] = WeakKeyDictionary()
-        self._last: tuple[Dialect, _Compiled] | None = None
+        self._compiled: WeakKeyDictionary[Dialect, Compiled] = WeakKeyDictionary()
+        self._last: tuple[Dialect, Compiled] | None = None
 
-    def rows(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+    def rows(self, conn: Connection, params: Mapping[str, Any]) -> _Rows:
         """Run the statement with ``params`` in ``conn``'s transaction; all its rows (or ``[]``)."""
         ran = self._on_driver(conn, params)
         if ran is None:
@@ -163,11 +310,11 @@ class DriverStatement:
             return int(conn.execute(self.statement, params).rowcount)
         return ran[2]
 
-    def rows_on(self, conn: Connection, driver: Any, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+    def rows_on(self, conn: Connection, driver: Any, params: Mapping[str, Any]) -> _Rows:
         """:meth:`rows` on ``driver``, what :func:`driver_connection` gave for ``conn`` (not
         ``None``) since its last statement: a caller running statements in a row looks the
         driver connection up once."""
-        return _run(conn, driver, self._for(conn.dialect), params, store_ahead(conn))[0]
+        return self.compiled(conn.dialect).run(driver, params, conn, store_ahead(conn))[0]
 
     def execute_many(self, conn: Connection, params: Sequence[Mapping[str, Any]], driver: Any = None) -> None:
         """Run the statement once per parameter set (a statement that returns no rows);
@@ -183,38 +330,29 @@ class DriverStatement:
         if driver is None:
             conn.execute(self.statement, params)
             return
-        compiled = self._for(conn.dialect)
-        bound = [_bind(conn, compiled, p) for p in params]
-        cursor = None
-        try:
-            cursor = compiled.cursor(driver)
-            cursor.executemany(compiled.text, bound)
-            cursor.close()
-        except BaseException as exc:
-            _fail(conn, exc, compiled.text, bound, cursor)
+        self.compiled(conn.dialect).execute_many(driver, params, conn)
 
-    def _on_driver(
-        self, conn: Connection, params: Mapping[str, Any]
-    ) -> tuple[_Compiled, Sequence[Sequence[Any]], int] | None:
+    def compiled(self, dialect: Dialect) -> Compiled:
+        """The statement compiled for ``dialect`` (the first time it is asked for)."""
+        last = self._last
+        if last is not None and last[0] is dialect:
+            return last[1]
+        compiled = self._compiled.get(dialect)
+        if compiled is None:
+            compiled = self._compiled.setdefault(dialect, compile_statement(self.statement, dialect))
+        self._last = (dialect, compiled)
+        return compiled
+
+    def _on_driver(self, conn: Connection, params: Mapping[str, Any]) -> tuple[Compiled, _Rows, int] | None:
         """Run on the driver connection, if ``conn`` allows it: the compiled statement, its rows
         (converted) and its rowcount; ``None`` when SQLAlchemy must run it (nothing ran)."""
         driver = driver_connection(conn)
         if driver is None:
             storing(conn, store_ahead(conn))  # SQLAlchemy runs it: what waits goes first
             return None
-        compiled = self._for(conn.dialect)
-        found, count = _run(conn, driver, compiled, params, store_ahead(conn))
+        compiled = self.compiled(conn.dialect)
+        found, count = compiled.run(driver, params, conn, store_ahead(conn))
         return compiled, found, count
-
-    def _for(self, dialect: Dialect) -> _Compiled:
-        last = self._last
-        if last is not None and last[0] is dialect:
-            return last[1]
-        compiled = self._compiled.get(dialect)
-        if compiled is None:
-            compiled = self._compiled.setdefault(dialect, _compile(self.statement, dialect))
-        self._last = (dialect, compiled)
-        return compiled
 
 
 @functools.cache
@@ -264,10 +402,10 @@ def named_together(
         for send in also:
             send(conn)
         return named
-    compiled = [(statement._for(conn.dialect), params) for statement, params in runs]
+    compiled = [(statement.compiled(conn.dialect), params) for statement, params in runs]
     if any(c.row is None for c, _ in compiled):
         raise ValueError("a statement's result columns are not all identifiers")
-    bound = [_bind(conn, c, params) for c, params in compiled]
+    bound = [c.bound(params, conn) for c, params in compiled]
     ahead = store_ahead(conn)
     cursors: list[Any] = []
     try:
@@ -275,78 +413,25 @@ def named_together(
             for write in ahead:
                 write(conn)
             for (c, _), values in zip(compiled, bound, strict=True):
-                cursors.append(c.cursor(driver))
-                cursors[-1].execute(c.text, values)
+                cursors.append(c.execute(driver, values, conn))
             for send in also:
                 send(conn)
-        pairs = zip(cursors, compiled, strict=True)
-        found = [cursor.fetchall() if c.keys else [] for cursor, (c, _) in pairs]
-        for cursor in cursors:
-            cursor.close()
     except BaseException as exc:
         for cursor in cursors:
             with suppress(Exception):  # the original error is the one to report
                 cursor.close()
         _fail(conn, exc, compiled[max(len(cursors) - 1, 0)][0].text, None, None)
-    named = []
-    for (c, _), rows in zip(compiled, found, strict=True):
-        if c.convert is not None:
-            rows = [c.convert(row) for row in rows]
-        named.append([c.row._make(row) for row in rows])
-    return named
+    return [
+        [c.row._make(row) for row in c.fetch(cursor, conn)[0]]
+        for cursor, (c, _) in zip(cursors, compiled, strict=True)
+    ]
 
 
-def _run(
-    conn: Connection,
-    driver: Any,
-    compiled: _Compiled,
-    params: Mapping[str, Any],
-    ahead: Sequence[HeldWrite] = (),
-) -> tuple[Sequence[Sequence[Any]], int]:
-    """Execute on ``driver``: the rows (converted as SQLAlchemy would) and the rowcount.
-
-    ``ahead`` (saves waiting for this statement, see
-    :func:`~wop_langgraph.store.held.stored_ahead`) go first, in one pipeline with it. The
-    first statement of a psycopg transaction goes in one pipeline with the driver's ``BEGIN``."""
-    bound = _bind(conn, compiled, params)
-    cursor = None
-    try:
-        cursor = compiled.cursor(driver)
-        if ahead:
-            # One round trip: the pipeline's end sends them all and waits for every result.
-            with driver.pipeline():
-                for write in ahead:
-                    write(conn)
-                cursor.execute(compiled.text, bound)
-        elif _begins_transaction(driver):
-            # psycopg sends its implicit BEGIN as a round trip of its own; in a pipeline it goes
-            # out with the statement, and their results come back together.
-            with driver.pipeline():
-                cursor.execute(compiled.text, bound)
-        else:
-            cursor.execute(compiled.text, bound)
-        # (not ``cursor.description``: psycopg builds a column object per column to answer it)
-        found = cursor.fetchall() if compiled.keys else []
-        count = cursor.rowcount
-        cursor.close()
-    except BaseException as exc:
-        _fail(conn, exc, compiled.text, bound, cursor)
-    convert = compiled.convert
-    if convert is not None and found:
-        found = [convert(row) for row in found]
-    return cast(Sequence[Sequence[Any]], found), int(count)
-
-
-def _bind(conn: Connection, compiled: _Compiled, params: Mapping[str, Any]) -> Any:
-    try:
-        return compiled.bind(params)
-    except Exception as exc:
-        # As in SQLAlchemy, a parameter that cannot be processed raises a StatementError.
-        conn._handle_dbapi_exception(exc, compiled.text, params, None, None)
-
-
-def _fail(conn: Connection, exc: BaseException, text: str, bound: Any, cursor: Any) -> Any:
-    if isinstance(exc, conn.dialect.loaded_dbapi.Error) or not isinstance(exc, Exception):
+def _fail(conn: Connection | None, exc: BaseException, text: str, bound: Any, cursor: Any) -> Any:
+    """Raise ``exc`` (a failure running ``text``) as ``conn`` raises it, if there is one."""
+    if conn is not None and (
+        isinstance(exc, conn.dialect.loaded_dbapi.Error) or not isinstance(exc, Exception)
+    ):
         # Wrapped (IntegrityError, OperationalError ...), the connection invalidated if it
         # broke; always raises.
         conn._handle_dbapi_exception(exc, text, bound, cursor, None)
@@ -356,35 +441,7 @@ def _fail(conn: Connection, exc: BaseException, text: str, bound: Any, cursor: A
     raise exc
 
 
-def _compile(statement: Executable, dialect: Dialect) -> _Compiled:
-    raw = _raw(dialect)
-    compiled = cast(SQLCompiler, cast(ClauseElement, statement).compile(dialect=raw or dialect))
-    if (
-        compiled.literal_execute_params
-        or compiled.post_compile_params
-        or compiled.insert_prefetch
-        or compiled.update_prefetch
-        or compiled.schema_translate_map
-    ):
-        raise ValueError("this statement needs SQLAlchemy's per-execution processing")
-    # name in the SQL -> how to find its value; like SQLAlchemy's ``construct_params``, the
-    # caller's value is looked up by the parameter's key, then by its name.
-    slots: dict[str, _Slot] = {}
-    for param, name in compiled.bind_names.items():
-        if param.callable is not None or param.type._is_tuple_type:
-            raise ValueError(f"bind parameter {param.key!r}: not supported on the driver path")
-        processor = param.type.dialect_impl(dialect).bind_processor(dialect)
-        slots[name] = _Slot(param.key, name, param.required, param.value, processor)
-    keys, convert = _results(compiled, dialect)
-    if compiled.positional:
-        bind = _positional([slots[name] for name in compiled.positiontup or ()])
-    else:
-        escaped = compiled.escaped_bind_names
-        bind = _named([(escaped.get(n, n), slot) for n, slot in slots.items()])
-    row = namedtuple("Row", keys) if _field_names(keys) else None
-    if raw is None:
-        return _Compiled(compiled.string, bind, keys, convert, row)
-    return _Compiled(compiled.string, bind, keys, convert, row, _raw_cursor())
+_DBAPI_CURSOR: Callable[[Any], Any] = operator.methodcaller("cursor")
 
 
 def _raw(dialect: Dialect) -> Dialect | None:
@@ -393,9 +450,9 @@ def _raw(dialect: Dialect) -> Dialect | None:
     psycopg turns ``%(name)s`` placeholders into ``$n`` by parsing the SQL on every execution
     of a statement longer than 4 kB or with more than 50 parameters (it caches only shorter
     ones): a log append of several events is both, and parsing it took about 0.2 ms, more than
-    its round trip. Compiled once with ``$n`` placeholders and run on a raw cursor, which sends the SQL
-    as it is, nothing is parsed. The copy differs only in its parameter style: the types'
-    bind processors still come from ``dialect``.
+    its round trip. Compiled once with ``$n`` placeholders and run on a raw cursor, which sends
+    the SQL as it is, nothing is parsed. The copy differs only in its parameter style: the
+    types' bind processors still come from ``dialect``.
     """
     if dialect.driver != "psycopg":
         return None
@@ -404,40 +461,58 @@ def _raw(dialect: Dialect) -> Dialect | None:
     return numbered
 
 
-def _begins_transaction(driver: Any) -> bool:
-    """Whether a statement on ``driver`` would start its transaction with psycopg's own ``BEGIN``
-    (an idle connection, not in autocommit, not in a pipeline already)."""
-    pgconn = getattr(driver, "pgconn", None)
-    if pgconn is None or driver.autocommit:
-        return False
-    from psycopg import pq  # only ever on the psycopg dialect
+@functools.cache
+def _raw_cursor(*, binary: bool) -> Callable[[Any], Any]:
+    """psycopg: ``driver -> a raw cursor`` (with results in binary format if ``binary``)."""
+    import psycopg  # only ever on the psycopg dialect
 
-    return bool(
-        pgconn.transaction_status == pq.TransactionStatus.IDLE
-        and pgconn.pipeline_status == pq.PipelineStatus.OFF
-    )
+    if not binary:
+        return psycopg.RawCursor
+    binary_format = psycopg.pq.Format.BINARY
+
+    def cursor(driver: Any) -> Any:
+        raw = psycopg.RawCursor(driver)
+        raw.format = binary_format
+        return raw
+
+    return cursor
 
 
 @functools.cache
-def _raw_cursor() -> Callable[[Any], Any]:
-    import psycopg  # only ever on the psycopg dialect
+def _begins_transaction() -> Callable[[Any], bool]:
+    """psycopg: ``driver ->`` whether a statement on it would start its transaction with
+    psycopg's own ``BEGIN`` (an idle connection, not in autocommit, not in a pipeline already)."""
+    from psycopg import pq  # only ever on the psycopg dialect
 
-    return psycopg.RawCursor
+    idle, off = pq.TransactionStatus.IDLE, pq.PipelineStatus.OFF
+
+    def begins(driver: Any) -> bool:
+        if driver.autocommit:
+            return False
+        pgconn = driver.pgconn
+        return bool(pgconn.transaction_status == idle and pgconn.pipeline_status == off)
+
+    return begins
 
 
-def _field_names(keys: tuple[str, ...]) -> bool:
-    """Whether ``keys`` can name the fields of a named tuple."""
+@functools.cache
+def _row_type(keys: tuple[str, ...]) -> Any:
+    """The named tuple type of rows with columns ``keys``, or ``None`` if they cannot name one."""
     names_ok = all(k.isidentifier() and not keyword.iskeyword(k) and not k.startswith("_") for k in keys)
-    return bool(keys) and names_ok and len(set(keys)) == len(keys)
+    if not keys or not names_ok or len(set(keys)) != len(keys):
+        return None
+    return namedtuple("Row", keys)
 
 
 def _results(
-    compiled: SQLCompiler, dialect: Dialect
+    compiled: SQLCompiler, dialect: Dialect, driver_form: bool
 ) -> tuple[tuple[str, ...], Callable[[Sequence[Any]], Sequence[Any]] | None]:
     """The result columns' names, and a row converter applying their types' result processors
-    (``None`` when no column has one: the driver's row is already what SQLAlchemy returns)."""
+    (``None`` when no column has one, or in the driver's form: the driver's row is the row)."""
     columns = compiled._result_columns
     keys = tuple(column.keyname for column in columns)
+    if driver_form:
+        return keys, None
     processors = tuple(
         (i, processor)
         for i, column in enumerate(columns)
@@ -471,30 +546,40 @@ class _Slot:
             raise InvalidRequestError(f"A value is required for bind parameter {self.key!r}")
         return self.default
 
+    @property
+    def by_name(self) -> bool:
+        """Whether the caller's value is looked up by the name alone: it is the key, or the
+        key is an anonymous one no caller passes (a ``literal()``, a value compiled in)."""
+        return self.key == self.name or (not self.required and self.key.startswith("%("))
+
 
 def _positional(layout: list[_Slot]) -> _Bind:
-    """The values in placeholder order, each through its type's bind processor."""
+    """The values in placeholder order, each through its type's bind processor.
+
+    A missing value raises ``KeyError`` (:meth:`Compiled.bound` tells which parameter)."""
     processors = tuple((i, slot.processor) for i, slot in enumerate(layout) if slot.processor is not None)
-    if layout and all(slot.required and slot.key == slot.name for slot in layout):
-        # The common case: itemgetter lays the values out in C.
-        getter = operator.itemgetter(*(slot.key for slot in layout))
-        single = len(layout) == 1
+    if not layout:
+        return lambda _params: ()
+    if not all(slot.by_name for slot in layout):
 
-        def pick(params: Mapping[str, Any]) -> list[Any]:
-            try:
-                values = [getter(params)] if single else list(getter(params))
-            except KeyError as missing:
-                raise InvalidRequestError(
-                    f"A value is required for bind parameter {missing.args[0]!r}"
-                ) from None
-            return _processed(values, processors)
+        def gather(params: Mapping[str, Any]) -> list[Any]:
+            return _processed([slot.value(params) for slot in layout], processors)
 
-        return pick
+        return gather
+    # The common case: itemgetter lays the values out in C, the caller's over the defaults.
+    getter = operator.itemgetter(*(slot.name for slot in layout))
+    defaults = {slot.name: slot.default for slot in layout if not slot.required}
+    if len(layout) > 1 and not defaults and not processors:
+        return getter  # a tuple of the values: nothing else to do
+    single = len(layout) == 1
 
-    def gather(params: Mapping[str, Any]) -> list[Any]:
-        return _processed([slot.value(params) for slot in layout], processors)
+    def pick(params: Mapping[str, Any]) -> Sequence[Any]:
+        found = getter({**defaults, **params} if defaults else params)
+        if not processors:
+            return (found,) if single else found
+        return _processed([found] if single else list(found), processors)
 
-    return gather
+    return pick
 
 
 def _processed(values: list[Any], processors: tuple[tuple[int, Callable[[Any], Any]], ...]) -> list[Any]:
@@ -516,97 +601,3 @@ def _named(layout: list[tuple[str, _Slot]]) -> _Bind:
         return bound
 
     return gather
-
-
-# -- On a bare DBAPI connection: the saver's short transactions -------------------------------
-#
-# The saver runs most of its operations on a DBAPI connection of its own, outside any
-# SQLAlchemy transaction (see :mod:`._saver_tx`): there nothing is watched, and its values are
-# already in the driver's form (the codec's bytes, JSON text), so a statement is only its text
-# and its parameter layout.
-
-
-@dataclass(frozen=True, slots=True)
-class Sql:
-    """A statement compiled for one dialect: its text and how to lay out its parameters."""
-
-    text: str
-    #: Bind names in placeholder order for positional drivers (sqlite3); None for named ones.
-    names: tuple[str, ...] | None
-    #: Values of binds the statement carries itself (literals).
-    defaults: Mapping[str, Any]
-    _pick: Callable[[Mapping[str, Any]], Sequence[Any]] | None = field(default=None, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.names:
-            # itemgetter lays the values out in C; with one name it returns the bare value.
-            getter = operator.itemgetter(*self.names)
-            pick = getter if len(self.names) > 1 else lambda params: (getter(params),)
-            object.__setattr__(self, "_pick", pick)
-
-    def bind(self, params: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
-        """``params`` in the form the driver expects for this statement."""
-        merged = {**self.defaults, **params} if self.defaults else params
-        if self.names is None:
-            return merged
-        return self._pick(merged) if self._pick is not None else ()
-
-
-def compile_sql(statement: ClauseElement, dialect: Dialect) -> Sql:
-    """Compile ``statement`` for ``dialect`` once, into a reusable :class:`Sql`."""
-    compiled = cast(SQLCompiler, statement.compile(dialect=dialect))
-    defaults = {
-        name: value
-        for name, value in compiled.params.items()
-        if name in compiled.binds and not compiled.binds[name].required
-    }
-    names = tuple(compiled.positiontup) if dialect.positional and compiled.positiontup else None
-    if dialect.positional and names is None:
-        names = ()
-    return Sql(compiled.string, names, defaults)
-
-
-class Tx:
-    """One open transaction: runs compiled statements on the driver connection."""
-
-    __slots__ = ("_binary", "_connection", "_dbapi")
-
-    def __init__(self, dbapi: Any, connection: Connection | None, *, binary: bool = False) -> None:
-        self._dbapi = dbapi
-        self._connection = connection
-        # psycopg: results in binary format, so blobs arrive as bytes without hex decoding.
-        self._binary = binary
-
-    def _cursor(self) -> Any:
-        return self._dbapi.cursor(binary=True) if self._binary else self._dbapi.cursor()
-
-    def execute(self, sql: Sql, params: Mapping[str, Any] = _NO_PARAMS) -> Any:
-        """Run ``sql`` and return its cursor (fetch from it for rows)."""
-        cursor = self._cursor()
-        cursor.execute(sql.text, sql.bind(params))
-        return cursor
-
-    def execute_bound(self, text: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
-        """Run statement ``text`` with parameters already laid out for the driver."""
-        cursor = self._cursor()
-        cursor.execute(text, params)
-        return cursor
-
-    def rows(self, sql: Sql, params: Mapping[str, Any] = _NO_PARAMS) -> list[tuple[Any, ...]]:
-        """Run ``sql`` and return all its rows."""
-        return [tuple(row) for row in self.execute(sql, params).fetchall()]
-
-    def execute_many(self, sql: Sql, params: Sequence[Mapping[str, Any]]) -> None:
-        """Run ``sql`` once per parameter set, in one driver call."""
-        if len(params) == 1:
-            self.execute(sql, params[0])
-            return
-        cursor = self._cursor()
-        cursor.executemany(sql.text, [sql.bind(p) for p in params])
-
-    @property
-    def connection(self) -> Connection:
-        """The SQLAlchemy connection of this transaction (only when opened with one)."""
-        if self._connection is None:
-            raise RuntimeError("this transaction was opened without a SQLAlchemy connection")
-        return self._connection
