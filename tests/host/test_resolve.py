@@ -121,7 +121,7 @@ def test_cancelling_an_unknown_run_is_not_found(host: WopHost) -> None:
 def test_idempotent_replay_returns_the_first_response_and_resolves_once(host: WopHost) -> None:
     run_id, _ = start(host, approval_graph())
     first = host.resolve(run_id, "review", ACCEPT, ALICE, idempotency_key=IDEM_KEY)
-    assert first == {"runId": run_id, "nodeId": "review", "status": "completed"}
+    assert first == {"runId": run_id, "nodeId": "review", "status": "completed", "outputs": first["outputs"]}
     second = host.resolve(run_id, "review", ACCEPT, ALICE, idempotency_key=IDEM_KEY)
     assert second == first
     docs = events(host, run_id)
