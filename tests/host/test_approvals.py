@@ -57,7 +57,12 @@ def test_accept_continues(host: WopHost) -> None:
     assert gate.payload["data"]["actions"] == ["accept", "reject"]
 
     result = host.resolve(run_id, "review", {"action": "accept", "feedback": "fine"}, ALICE)
-    assert result == {"runId": run_id, "nodeId": "review", "status": "completed", "outputs": outputs(host, run_id)}
+    assert result == {
+        "runId": run_id,
+        "nodeId": "review",
+        "status": "completed",
+        "outputs": outputs(host, run_id),
+    }
     out = outputs(host, run_id)
     assert out["log"] == ["write", "review", "publish"]
     assert out["result"]["decision"] == "granted"
