@@ -147,3 +147,14 @@ def test_a_resolve_that_drove_the_run_to_its_end_returns_its_outputs(make_host: 
     queued = host.create_run(WORKFLOW, {"log": []}, owner=ALICE)
     left = host.resolve(queued["runId"], "review", ACCEPT, ALICE, wait=False, with_outputs=True)
     assert left["status"] == "running" and "outputs" not in left, left
+
+
+def test_a_replayed_resolve_with_outputs_answers_as_the_first(make_host: HostFactory) -> None:
+    # The replay is not driven by its call: its outputs come from the snapshot it reads.
+    host = make_host()
+    host.register(WORKFLOW, approval_graph())
+    created = host.create_run(WORKFLOW, {"log": []}, owner=ALICE)
+    key = "replay-with-outputs-0001"
+    first = host.resolve(created["runId"], "review", ACCEPT, ALICE, idempotency_key=key, with_outputs=True)
+    again = host.resolve(created["runId"], "review", ACCEPT, ALICE, idempotency_key=key, with_outputs=True)
+    assert first == again and first["outputs"]["log"] == ["write", "review", "publish"], (first, again)

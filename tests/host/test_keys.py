@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from tests.host._graphs import ALICE, approval_graph, count, loop_graph, two_asks_graph
+from typing import Any
+
+import pytest
+
+from tests.host._graphs import ALICE, approval_graph, count, loop_graph, subgraph_graph, two_asks_graph
 from tests.host._support import HostFactory, events, only_pending, payloads, start
 from wop_langgraph.host import WopHost
 
@@ -75,6 +79,36 @@ def test_two_interrupts_in_one_execution_get_distinct_ordinals(host: WopHost) ->
     assert completed["outputs"]["result"] == {"a": "x", "b": "y"}
     assert count("form:past") == 1
     assert [r.key for r in host.interrupts(run_id)] == [a.key, b.key]
+
+
+def test_a_runs_first_interrupt_in_the_drive_that_created_it_reads_no_interrupts(
+    host: WopHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run cannot hold one yet: the read is skipped, the key is as a read would make it.
+    # A later interrupt (a drive of a resume) reads them, and so does the parent graph's copy of
+    # a subgraph's interrupt (recorded after the subgraph's own, in the same drive).
+    from wop_langgraph.host import recorder
+
+    reads: list[str] = []
+    known = recorder.known_interrupts
+
+    def counted(conn: Any, run_id: str) -> list[Any]:
+        reads.append(run_id)
+        return known(conn, run_id)
+
+    monkeypatch.setattr(recorder, "known_interrupts", counted)
+    run_id, _ = start(host, two_asks_graph())
+    assert reads == []
+    assert only_pending(host, run_id).key == f"{run_id}:form:0:0"
+    host.resolve(run_id, "form", {"answers": {"a": "x"}}, ALICE, wait=True)
+    assert reads == [run_id]
+    assert only_pending(host, run_id).key == f"{run_id}:form:0:1"
+
+    reads.clear()
+    run_id, snapshot = start(host, subgraph_graph())
+    assert snapshot["status"] == "waiting-approval"
+    assert reads == [run_id]  # the parent's copy, which finds the interrupt and records nothing
+    assert [r.key for r in host.interrupts(run_id)] == [f"{run_id}:parent.child:0:0"]
 
 
 def test_keys_are_unique_per_run_and_at_most_256_chars(host: WopHost) -> None:

@@ -215,6 +215,8 @@ class GraphDriver:
     #: The run's row as the transaction of the pass's interrupt put it to rest, once committed
     #: (see :meth:`_rest_with_interrupt`).
     _rested_with_interrupt: Any = field(default=None, init=False, repr=False)
+    #: Whether the current pass is the first of a run its claim created (no interrupt yet).
+    _fresh: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.held is None:
@@ -253,6 +255,7 @@ class GraphDriver:
         self._suspended = False
         self._final_values = _NO_VALUES
         self._claim = self._rested_with_interrupt = None
+        self._fresh = claimed is not None and claimed.fresh
         self._held.flush()  # what an earlier pass still holds (normally nothing), before this one reads
         if claimed is not None:
             claim, status = claimed.claim, claimed.status
@@ -430,7 +433,7 @@ class GraphDriver:
         if not isinstance(recorder, InterruptRecorder):
             yield  # a store without our recorder: the stream records every end
             return
-        self._ends = _TaskEnds(self, finished=self._finished_before)
+        self._ends = _TaskEnds(self, finished=self._finished_before, fresh=self._fresh)
         try:
             with recorder.task_writes(self.run_id, self._ends):
                 yield
@@ -870,9 +873,11 @@ class _TaskEnds:
     them its end, have committed or are held (held saves are stored in the order they came).
     """
 
-    def __init__(self, driver: GraphDriver, *, finished: set[str]) -> None:
+    def __init__(self, driver: GraphDriver, *, finished: set[str], fresh: bool) -> None:
         self._driver = driver
         self._guard = threading.Condition()
+        #: The run was created by this drive and no interrupt of it was recorded yet.
+        self._fresh = fresh
         self._awaited: set[str] = set()
         self._committed: set[str] = set(finished)
         #: What a batch's transaction took of the held, until it commits (by ``id(batch)``).
@@ -921,6 +926,11 @@ class _TaskEnds:
         if rested is not None:
             with self._guard:
                 self._resting[id(batch)] = (batch, rested)
+
+    def first_interrupt(self) -> bool:
+        with self._guard:
+            first, self._fresh = self._fresh, False
+        return first
 
     def one_append(self, batch: WriteBatch) -> bool:
         # The held starts ride in the append of the task's end, or are appended on their own

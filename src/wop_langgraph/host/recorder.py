@@ -69,6 +69,10 @@ class TaskWritesListener(Protocol):
     def committed(self, batch: WriteBatch) -> None:
         """After the transaction of any of the run's batches (a subgraph's too) committed."""
 
+    def first_interrupt(self) -> bool:
+        """Whether the run can hold no interrupt yet: the drive created it and nothing was
+        recorded for it since. Asked before each interrupt is recorded; ``True`` at most once."""
+
     def before_checkpoint(self) -> None:
         """Before one of the run's top-level checkpoints is stored (may wait)."""
 
@@ -163,7 +167,10 @@ class InterruptRecorder:
         run_id = batch.thread_id
         # One narrow read of the run's interrupts answers every question below (replay? same
         # execution? visit index? free key?); the insert's conflict loop covers concurrent writers.
-        known = known_interrupts(conn, run_id)
+        # A run's first interrupt in the drive that created it has nothing to read.
+        listener = self._task_listeners.get(run_id)
+        first = listener is not None and listener.first_interrupt()
+        known = [] if first else known_interrupts(conn, run_id)
         if any(row.lg_interrupt_id == item.id for row in known):
             return
         node_id, task_ns, payload = _unwrap(batch, item)

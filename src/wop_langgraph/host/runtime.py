@@ -622,9 +622,9 @@ class WopHost:
 
         Returns ``{runId, nodeId, status}``: ``running`` when this call decided the gate (the
         run is queued), the waiting status for a vote that did not decide it. With ``wait`` the
-        returned status is the run's once it is at rest again; with ``with_outputs`` too, a run
-        that this call drove to its completion adds its ``outputs`` (the graph's final state, as
-        in its snapshot; an idempotent replay's answer, the first one as recorded, has none).
+        returned status is the run's once it is at rest again; with ``with_outputs`` too, a
+        completed run adds its ``outputs`` (the graph's final state, as in its snapshot; a
+        replayed request answers as the first did).
         ``on_decided(conn)`` is called in the transaction that decides the gate (or times it
         out), never for a vote that did not decide: what it writes commits with the decision,
         or not at all. See
@@ -653,10 +653,15 @@ class WopHost:
         if lease is not None and result["status"] == "running":
             with self.foreground.aside():
                 rested = self.executor.drive_claimed(run_id, lease.claimed, lease.hold)
-            status = rested.status if rested is not None else self.snapshot(run_id)["status"]
+            if rested is not None:
+                status, outputs = rested.status, rested.outputs  # as the drive wrote them: no read
+            else:  # not driven by this call (a replayed request): as stored
+                snap = self.snapshot(run_id)
+                status = snap["status"]
+                outputs = (snap.get("extensions") or {}).get(RESULT_EXTENSION, {}).get("outputs")
             result = {**result, "status": status}
-            if with_outputs and status == "completed" and rested is not None and rested.outputs is not None:
-                result["outputs"] = rested.outputs  # as the drive wrote them: no read
+            if with_outputs and status == "completed" and outputs is not None:
+                result["outputs"] = outputs
         elif lease is not None:
             lease.hand_back()  # not expected: the lease is taken only where the run is queued
         return result

@@ -195,3 +195,43 @@ async def test_a_resume_reads_its_thread_and_the_pending_interrupts_in_one_round
     assert pending is not None and [r.run_id for r in pending] == [row.run_id]
     assert len(seen) == 2 and all(piped for _, _, piped in seen), seen
     assert done.json()["decision"] == "send"
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
+async def test_a_run_the_request_created_answers_its_interrupts_without_reading_which_are_pending(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its drive raised them and none was answered: all of the state's are pending. A join of
+    # the same run (not created by its request) still reads which are.
+    host = WopHost.from_url(db_url)
+    host.register("mail", _graph())
+    reads: list[str] = []
+    pending_interrupts = host.pending_interrupts
+
+    def counted(run_id: str) -> Any:
+        reads.append(run_id)
+        return pending_interrupts(run_id)
+
+    monkeypatch.setattr(host, "pending_interrupts", counted)
+    try:
+        app = create_app(host, make_settings(db_url, workers=2))
+        async with serving(app) as client:
+            tid = (await client.post("/langgraph/threads", json={}, headers=ALICE)).json()["thread_id"]
+            asked = await client.post(
+                f"/langgraph/threads/{tid}/runs/wait",
+                json={"assistant_id": "mail", "input": {"to": "a@example.com"}},
+                headers=ALICE,
+            )
+            assert reads == []
+            location = asked.headers["content-location"]
+            run_id = location.rsplit("/", 1)[-1].replace("~2F", "/")
+            (stored,) = pending_interrupts(run_id)
+            (doc,) = asked.json()["__interrupt__"]
+            assert doc["id"] == stored.lg_interrupt_id
+            assert doc["value"]["send_to"] == "a@example.com"
+            run = (await client.get(f"/langgraph/threads/{tid}/runs", headers=ALICE)).json()[0]["run_id"]
+            joined = await client.get(f"/langgraph/threads/{tid}/runs/{run}/join", headers=ALICE)
+            assert joined.json()["__interrupt__"] == [doc]
+            assert reads == [run_id]
+    finally:
+        host.saver.close()

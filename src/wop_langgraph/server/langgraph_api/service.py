@@ -82,7 +82,9 @@ class Started:
     comes after it. ``rested``: the OpenWOP status the run rested in, when the request drove it
     to rest itself (``None``: a worker drives it); ``outcome``: then also what ``runs/wait``
     answers (:meth:`LangGraphService.outcome`), read in the same call. ``outputs``: the final
-    state the drive wrote, when it completed the run (the host hands it back).
+    state the drive wrote, when it completed the run (the host hands it back). ``created``: the
+    request created the run (so, resting from its own drive, none of its interrupts was
+    answered yet).
     """
 
     thread_id: str
@@ -94,6 +96,7 @@ class Started:
     rested: str | None = None
     outcome: dict[str, Any] | None = None
     outputs: dict[str, Any] | None = None
+    created: bool = False
 
 
 def is_resting(status: str) -> bool:
@@ -641,6 +644,7 @@ class LangGraphService:
             seeded[0] if seeded else None,
             rested=rested,
             outputs=outputs,
+            created=True,
         )
 
     def _enqueue(
@@ -767,7 +771,10 @@ class LangGraphService:
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
         values: dict[str, Any] = dict(jsonable(snapshot.values)) if isinstance(snapshot.values, dict) else {}
         if status["status"].startswith(_RESTING_PREFIX):
-            values["__interrupt__"] = self._pending_docs(started, snapshot)
+            # A run this request created and drove to rest has only the interrupts its drive
+            # raised, none answered: all of the state's are pending (no read of which are).
+            fresh = started.created and started.rested is not None
+            values["__interrupt__"] = self._pending_docs(started, snapshot, all_pending=fresh)
         if status["status"] == "failed":
             error = status.get("error") or {}
             values["__error__"] = {"error": error.get("code", "error"), "message": error.get("message", "")}
@@ -778,9 +785,14 @@ class LangGraphService:
         snapshot = self._graph(started.workflow_id).get_state({"configurable": {"thread_id": started.run_id}})
         return self._pending_docs(started, snapshot)
 
-    def _pending_docs(self, started: Started, snapshot: StateSnapshot) -> list[dict[str, Any]]:
-        pending = {r.lg_interrupt_id for r in self.host.pending_interrupts(started.run_id)}
-        return [interrupt_doc(i.value, i.id) for t in snapshot.tasks for i in t.interrupts if i.id in pending]
+    def _pending_docs(
+        self, started: Started, snapshot: StateSnapshot, *, all_pending: bool = False
+    ) -> list[dict[str, Any]]:
+        raised = [i for t in snapshot.tasks for i in t.interrupts]
+        if not all_pending:
+            pending = {r.lg_interrupt_id for r in self.host.pending_interrupts(started.run_id)}
+            raised = [i for i in raised if i.id in pending]
+        return [interrupt_doc(i.value, i.id) for i in raised]
 
     def rest_status(self, run_id: str) -> str:
         """The run's OpenWOP status, ``running`` while a waiting run is still being driven.
