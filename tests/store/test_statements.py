@@ -288,6 +288,40 @@ def test_named_rows_and_rowcounts_match_sqlalchemys(engine: Engine) -> None:
     assert answers[0] == answers[1] == ((("key-a", PAYLOADS[0], MOMENTS[0])), [1, 0])
 
 
+def test_a_parameter_named_like_a_column_of_the_written_table_sets_nothing_else_when_watched(
+    engine: Engine,
+) -> None:
+    # Given parameters named like its table's columns (an append's ``run_id``), a write
+    # compiled by ``Connection.execute`` would set those columns too (nested in a ``WITH``, to
+    # an anonymous parameter with no value): watched, the write must be the driver path's.
+    i = interrupts_table.c
+    consume = (
+        update(interrupts_table)
+        .where(i.run_id == bindparam("of_run"), i.consumed_at.is_(None))
+        .values(consumed_at=bindparam("at", type_=i.consumed_at.type), deadline=None)
+    )
+    writes = [driver_statement(consume.returning(i.key))]
+    if engine.dialect.name == "postgresql":  # (SQLite has no write in a WITH)
+        leading = consume.returning(i.key).cte("leading")
+        writes.append(driver_statement(select(leading.c.key).add_cte(leading)))
+    params = {"of_run": RUN, "at": MOMENTS[1], "run_id": TWIN, "key": "key-b", "task_id": "task-b"}
+    with engine.begin() as conn:
+        insert_interrupt(conn, _interrupt("a", MOMENTS[0], PAYLOADS[0]))
+    for write in writes:
+        answers = []
+        for path in ("driver", "sqlalchemy"):
+            with engine.begin() as conn:
+                if path == "sqlalchemy":
+                    event.listen(conn, "before_cursor_execute", _noop)
+                else:
+                    assert driver_connection(conn) is not None
+                found = [tuple(row) for row in write.rows(conn, params)]
+                (row,) = conn.execute(select(i.run_id, i.key, i.task_id, i.deadline, i.consumed_at)).all()
+                answers.append((found, tuple(row[:4]), as_utc(row[4])))
+                conn.rollback()
+        assert answers[0] == answers[1] == ([("key-a",)], (RUN, "key-a", "task-a", None), MOMENTS[1])
+
+
 def test_a_sqlite_transaction_begins_on_the_driver_unless_a_listener_watches(engine: Engine) -> None:
     if engine.dialect.name != "sqlite":
         pytest.skip("the SQLite begin hook")

@@ -27,15 +27,21 @@ execution context, generic parameter processing, event dispatch, a result object
 statement on a fast database that costs more than the statement itself. A
 :class:`DriverStatement` runs the SQL and parameter values SQLAlchemy would send, in the
 caller's transaction, whose begin, commit and rollback stay SQLAlchemy's (and with them every
-hook on them). SQLAlchemy runs the statement itself (``conn.execute``, as if this module were
-not there) whenever the direct path would skip something that can be observed:
+hook on them). SQLAlchemy runs the statement itself (``conn.exec_driver_sql``: the same SQL,
+compiled once the same way, in the dialect's own parameter style, with the same parameters)
+whenever the direct path would skip something that can be observed:
 
 * the connection has no active transaction: autobegin (and the engine's ``begin`` hooks), or
   the error a failed transaction raises, are SQLAlchemy's;
 * a listener watches statement execution (``before_execute``/``after_execute``,
   ``before_cursor_execute``/``after_cursor_execute``, the dialect's ``do_execute`` and
   ``do_executemany``), or the engine logs its SQL (``echo``);
-* the connection translates schema names (``schema_translate_map``).
+* the connection translates schema names (``schema_translate_map``: rendered in the SQL).
+
+Not ``conn.execute(statement, params)``: SQLAlchemy compiles a statement with the names of the
+parameters it is given, and a write whose table has a column named like one of them
+(``run_id``) would also set that column, a statement the direct path never runs (nested in a
+``WITH``, it sets it to an anonymous parameter that has no value, and fails).
 
 Statements needing per-execution rendering (``IN`` lists expanded at execution,
 literal-execute parameters, Python-side column defaults, a schema translate map) are refused
@@ -219,23 +225,41 @@ class Compiled:
             _fail(conn, exc, self.text, bound, cursor)
 
 
-def compile_statement(statement: Executable, dialect: Dialect, *, driver_form: bool = False) -> Compiled:
+def compile_statement(
+    statement: Executable,
+    dialect: Dialect,
+    *,
+    driver_form: bool = False,
+    native: bool = True,
+    schema_translate_map: Mapping[str | None, str | None] | None = None,
+) -> Compiled:
     """Compile ``statement`` for ``dialect`` once, into a reusable :class:`Compiled`.
 
     ``driver_form``: its parameters will be given, and its rows taken, in the driver's form
-    (see :attr:`Compiled.driver_form`).
+    (see :attr:`Compiled.driver_form`). ``native=False``: in the dialect's own parameter style
+    (to run through SQLAlchemy's ``exec_driver_sql``), not psycopg's ``$n`` (:func:`_raw`).
+    ``schema_translate_map``: its schema names rendered as the map translates them.
 
     Raises:
         ValueError: the statement needs SQLAlchemy's per-execution processing.
     """
-    raw = _raw(dialect)
-    compiled = cast(SQLCompiler, cast(ClauseElement, statement).compile(dialect=raw or dialect))
+    raw = _raw(dialect) if native else None
+    translating: dict[str, Any] = (
+        {"schema_translate_map": schema_translate_map, "render_schema_translate": True}
+        if schema_translate_map
+        else {}
+    )
+    # Compiled without column keys: its SQL is the statement's own, whatever its parameters
+    # are named (``Connection.execute`` adds columns named like them to a write's SET).
+    compiled = cast(
+        SQLCompiler, cast(ClauseElement, statement).compile(dialect=raw or dialect, **translating)
+    )
     if (
         compiled.literal_execute_params
         or compiled.post_compile_params
         or compiled.insert_prefetch
         or compiled.update_prefetch
-        or compiled.schema_translate_map
+        or (compiled.schema_translate_map and not schema_translate_map)
     ):
         raise ValueError("this statement needs SQLAlchemy's per-execution processing")
     # name in the SQL -> how to find its value; like SQLAlchemy's ``construct_params``, the
@@ -270,45 +294,34 @@ class DriverStatement:
     share it: it compiles itself for each dialect it meets, on first use.
     """
 
-    __slots__ = ("_compiled", "_last", "statement")
+    __slots__ = ("_compiled", "_last", "_shown", "statement")
 
     def __init__(self, statement: Executable) -> None:
         self.statement = statement
         self._compiled: WeakKeyDictionary[Dialect, Compiled] = WeakKeyDictionary()
         self._last: tuple[Dialect, Compiled] | None = None
+        # (per dialect: per schema translate map, ``None`` without one)
+        self._shown: WeakKeyDictionary[Dialect, dict[Any, Compiled]] = WeakKeyDictionary()
 
     def rows(self, conn: Connection, params: Mapping[str, Any]) -> _Rows:
         """Run the statement with ``params`` in ``conn``'s transaction; all its rows (or ``[]``)."""
-        ran = self._on_driver(conn, params)
-        if ran is None:
-            result = conn.execute(self.statement, params)
-            return result.all() if result.returns_rows else []
-        return ran[1]
+        return self._run(conn, params)[1]
 
     def mappings(self, conn: Connection, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """:meth:`rows` as dicts keyed by result column name."""
-        ran = self._on_driver(conn, params)
-        if ran is None:
-            return [dict(row) for row in conn.execute(self.statement, params).mappings()]
-        compiled, found, _ = ran
+        compiled, found, _ = self._run(conn, params)
         return [dict(zip(compiled.keys, row, strict=True)) for row in found]
 
     def named(self, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
         """:meth:`rows` as named tuples (attribute access by result column name, like a ``Row``)."""
-        ran = self._on_driver(conn, params)
-        if ran is None:
-            return list(conn.execute(self.statement, params).all())
-        compiled, found, _ = ran
+        compiled, found, _ = self._run(conn, params)
         if compiled.row is None:
             raise ValueError("the statement's result columns are not all identifiers")
         return [compiled.row._make(row) for row in found]
 
     def rowcount(self, conn: Connection, params: Mapping[str, Any]) -> int:
         """Run a statement that returns no rows; how many rows it changed."""
-        ran = self._on_driver(conn, params)
-        if ran is None:
-            return int(conn.execute(self.statement, params).rowcount)
-        return ran[2]
+        return self._run(conn, params)[2]
 
     def rows_on(self, conn: Connection, driver: Any, params: Mapping[str, Any]) -> _Rows:
         """:meth:`rows` on ``driver``, what :func:`driver_connection` gave for ``conn`` (not
@@ -328,7 +341,9 @@ class DriverStatement:
         storing(conn, store_ahead(conn))  # (a batch is not pipelined: what waits goes first)
         driver = driver or driver_connection(conn)
         if driver is None:
-            conn.execute(self.statement, params)
+            if params:  # (no parameter sets: nothing to run, as on the driver)
+                shown = self.shown(conn)
+                conn.exec_driver_sql(shown.text, [_driver_params(shown.bound(p, conn)) for p in params])
             return
         self.compiled(conn.dialect).execute_many(driver, params, conn)
 
@@ -343,16 +358,44 @@ class DriverStatement:
         self._last = (dialect, compiled)
         return compiled
 
-    def _on_driver(self, conn: Connection, params: Mapping[str, Any]) -> tuple[Compiled, _Rows, int] | None:
-        """Run on the driver connection, if ``conn`` allows it: the compiled statement, its rows
-        (converted) and its rowcount; ``None`` when SQLAlchemy must run it (nothing ran)."""
+    def shown(self, conn: Connection) -> Compiled:
+        """The statement as SQLAlchemy runs it for ``conn`` when something watches (see the
+        module docstring): compiled as :meth:`compiled` is, in the dialect's own parameter
+        style (not psycopg's ``$n``), with ``conn``'s schema translate map rendered."""
+        translate = conn.get_execution_options().get("schema_translate_map") or None
+        key = None if translate is None else tuple(sorted(translate.items(), key=repr))
+        shown = self._shown.setdefault(conn.dialect, {})
+        compiled = shown.get(key)
+        if compiled is None:
+            compiled = compile_statement(
+                self.statement, conn.dialect, native=False, schema_translate_map=translate
+            )
+            shown[key] = compiled
+        return compiled
+
+    def _run(self, conn: Connection, params: Mapping[str, Any]) -> tuple[Compiled, _Rows, int]:
+        """Run with ``params`` in ``conn``'s transaction: the compiled statement that ran, its
+        rows (converted) and its rowcount. On the driver connection if ``conn`` allows it,
+        else the same SQL and parameters through SQLAlchemy (``exec_driver_sql``, see the
+        module docstring), which shows it to whatever watches."""
         driver = driver_connection(conn)
-        if driver is None:
-            storing(conn, store_ahead(conn))  # SQLAlchemy runs it: what waits goes first
-            return None
-        compiled = self.compiled(conn.dialect)
-        found, count = compiled.run(driver, params, conn, store_ahead(conn))
-        return compiled, found, count
+        if driver is not None:
+            compiled = self.compiled(conn.dialect)
+            found, count = compiled.run(driver, params, conn, store_ahead(conn))
+            return compiled, found, count
+        storing(conn, store_ahead(conn))  # SQLAlchemy runs it: what waits goes first
+        compiled = self.shown(conn)
+        result = conn.exec_driver_sql(compiled.text, _driver_params(compiled.bound(params, conn)))
+        rows: _Rows = result.all() if result.returns_rows else []
+        convert = compiled.convert
+        if convert is not None and rows:
+            rows = [convert(row) for row in rows]
+        return compiled, rows, int(result.rowcount)
+
+
+def _driver_params(bound: Any) -> Any:
+    """Parameters in the driver's form as ``exec_driver_sql`` takes them (a tuple, not a list)."""
+    return tuple(bound) if isinstance(bound, list) else bound
 
 
 @functools.cache
