@@ -18,6 +18,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, Stateme
 from tests.round_trips import parsed_queries, statements
 
 from wop_langgraph._clock import as_utc
+from wop_langgraph.store.engine import reading
 from wop_langgraph.store.events import NewEvent, append, read_events
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
@@ -176,6 +177,38 @@ def test_an_append_that_begins_the_transaction_leaves_beginning_to_sqlalchemy(en
     assert begun == [True, True]
     with engine.connect() as conn:
         assert [(e.sequence, e.payload) for e in read_events(conn, RUN)] == [(0, {"i": 2})]
+
+
+def test_a_read_on_a_connection_not_yet_in_a_transaction_begins_one_and_runs_on_the_driver(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (A snapshot reads through such a connection: through SQLAlchemy its result set-up cost
+    # more than the read.) The engine's begin hooks still run, as with SQLAlchemy's autobegin.
+    with engine.begin() as conn:
+        append(conn, RUN, _events("read"), now=MOMENTS[0])
+    begun: list[bool] = []
+    event.listen(engine, "begin", lambda conn: begun.append(True))
+    through: list[str] = []
+    run_sql = Connection.exec_driver_sql
+
+    def counted(self: Connection, statement: str, *args: Any, **kwargs: Any) -> Any:
+        through.append(statement)
+        return run_sql(self, statement, *args, **kwargs)
+
+    monkeypatch.setattr(Connection, "exec_driver_sql", counted)
+    query = (
+        select(events_table.c.sequence, events_table.c.type)
+        .where(events_table.c.run_id == bindparam("read_run", type_=String))
+        .order_by(events_table.c.sequence)
+    )
+    with reading(engine) as conn:
+        assert not conn.in_transaction()
+        read = driver_statement(query).named(conn, {"read_run": RUN})
+        assert begun == [True] and conn.in_transaction() and through == []
+    with engine.connect() as conn:
+        expected = conn.execute(query, {"read_run": RUN}).all()
+    assert [tuple(row) for row in read] == [tuple(row) for row in expected]
+    assert len(read) == len(_events("read"))
 
 
 def test_sqlalchemy_runs_the_statement_whenever_the_driver_path_would_skip_something(engine: Engine) -> None:

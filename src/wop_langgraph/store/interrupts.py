@@ -496,15 +496,27 @@ def expired_pending(
     conn: Connection, now: datetime, *, limit: int = 100, run_id: str | None = None
 ) -> list[InterruptRecord]:
     """Pending interrupts (of ``run_id``, if given) whose deadline has passed, oldest deadline first."""
+    # (A snapshot of a waiting run asks this each time: the statement is built and compiled once.)
+    params = {"expired_now": now} if run_id is None else {"expired_now": now, "expired_run": run_id}
+    rows = driver_statement(_expired_statement(limit, run_id is not None)).mappings(conn, params)
+    return [_record(row) for row in rows]
+
+
+@functools.cache
+def _expired_statement(limit: int, of_run: bool) -> Any:
     query = (
         select(_table)
-        .where(_table.c.status == "pending", _table.c.deadline.is_not(None), _table.c.deadline <= now)
+        .where(
+            _table.c.status == "pending",
+            _table.c.deadline.is_not(None),
+            _table.c.deadline <= bindparam("expired_now", type_=_table.c.deadline.type),
+        )
         .order_by(_table.c.deadline)
         .limit(limit)
     )
-    if run_id is not None:
-        query = query.where(_table.c.run_id == run_id)
-    return [_record(row) for row in conn.execute(query).mappings()]
+    if of_run:
+        query = query.where(_table.c.run_id == bindparam("expired_run", type_=_table.c.run_id.type))
+    return query
 
 
 def next_deadline(conn: Connection) -> datetime | None:

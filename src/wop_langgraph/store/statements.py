@@ -31,8 +31,9 @@ hook on them). SQLAlchemy runs the statement itself (``conn.exec_driver_sql``: t
 compiled once the same way, in the dialect's own parameter style, with the same parameters)
 whenever the direct path would skip something that can be observed:
 
-* the connection has no active transaction: autobegin (and the engine's ``begin`` hooks), or
-  the error a failed transaction raises, are SQLAlchemy's;
+* the connection's transaction has failed: the error it raises is SQLAlchemy's (a connection
+  not yet in a transaction first begins one as ``conn.execute`` would: SQLAlchemy's autobegin,
+  the engine's ``begin`` hooks with it);
 * a listener watches statement execution (``before_execute``/``after_execute``,
   ``before_cursor_execute``/``after_cursor_execute``, the dialect's ``do_execute`` and
   ``do_executemany``), or the engine logs its SQL (``echo``);
@@ -47,9 +48,10 @@ Statements needing per-execution rendering (``IN`` lists expanded at execution,
 literal-execute parameters, Python-side column defaults, a schema translate map) are refused
 when compiled.
 
-Three SQLAlchemy internals are used: ``Connection._handle_dbapi_exception`` (the error handling
-above), ``Connection._has_events`` and ``Connection._echo`` (the checks above, in
-:func:`~wop_langgraph.store.engine.watches_statements`);
+Four SQLAlchemy internals are used: ``Connection._handle_dbapi_exception`` (the error handling
+above), ``Connection._autobegin`` (a statement on a connection not yet in a transaction begins
+one as ``conn.execute`` would, then runs direct), ``Connection._has_events`` and
+``Connection._echo`` (the checks above, in :func:`~wop_langgraph.store.engine.watches_statements`);
 ``tests/store/test_statements.py`` fails if any of them stops doing its part.
 """
 
@@ -379,6 +381,11 @@ class DriverStatement:
         else the same SQL and parameters through SQLAlchemy (``exec_driver_sql``, see the
         module docstring), which shows it to whatever watches."""
         driver = driver_connection(conn)
+        if driver is None and conn.get_transaction() is None and not conn.closed:
+            # What conn.execute would do first (SQLAlchemy's autobegin, its begin hooks and
+            # all): a read on a connection not yet in a transaction then runs direct too.
+            conn._autobegin()
+            driver = driver_connection(conn)
         if driver is not None:
             compiled = self.compiled(conn.dialect)
             found, count = compiled.run(driver, params, conn, store_ahead(conn))
