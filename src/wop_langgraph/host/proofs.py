@@ -15,6 +15,7 @@ from wop_langgraph.proof.keys import PublicKeys, ReceiptKeys
 from wop_langgraph.proof.verify import Report
 from wop_langgraph.protocol.errors import NotFound
 from wop_langgraph.store.engine import Connection, Engine, reading
+from wop_langgraph.store.events import StoredEvent
 from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.proof_bundle import export_bundle, verify_stored
 from wop_langgraph.store.receipt_issuing import issue_decision, issue_receipts, issue_vote, refresh_checkpoint
@@ -69,13 +70,13 @@ class Proofs:
         """The verification keys (empty without receipt keys)."""
         return PublicKeys({}) if self.keys is None else self.keys.public()
 
-    def decided_in(self, conn: Connection, interrupt: InterruptRecord, event_id: str) -> None:
+    def decided_in(self, conn: Connection, interrupt: InterruptRecord, logged: StoredEvent) -> None:
         """Sign, in ``conn``'s transaction (the one recording it), the receipts of the decision
-        on ``interrupt`` that the ``interrupt.resolved`` ``event_id`` logs. A failure to sign
+        on ``interrupt`` that the ``interrupt.resolved`` ``logged`` records. A failure to sign
         fails the decision: a committed decision always has its receipt."""
         keys = self.keys
         if keys is not None:
-            issue_decision(conn, interrupt, event_id, keys, now=self._clock())
+            issue_decision(conn, interrupt, logged, keys, now=self._clock())
 
     def voted_in(self, conn: Connection, interrupt: InterruptRecord, vote: Mapping[str, Any]) -> None:
         """Sign, in ``conn``'s transaction (the one recording it), the receipt of ``vote``

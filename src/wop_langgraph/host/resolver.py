@@ -39,7 +39,7 @@ from wop_langgraph.protocol.principal import MembershipResolver, Principal
 from wop_langgraph.protocol.quorum import Vote, approval_resolution, tally, vote_of
 from wop_langgraph.store import idempotency
 from wop_langgraph.store.engine import Connection, Engine, reading
-from wop_langgraph.store.events import NewEvent, append
+from wop_langgraph.store.events import NewEvent, StoredEvent, append
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
     claim_write,
@@ -363,11 +363,11 @@ class Resolver:
         _queued(conn, current.run_id, hook)
         return True, "running"
 
-    def _decided(self, conn: Connection, current: InterruptRecord, event_id: str) -> None:
-        """Sign the receipts of the decision on ``current`` that ``event_id`` just logged, in
-        the transaction that logged it."""
+    def _decided(self, conn: Connection, current: InterruptRecord, logged: StoredEvent) -> None:
+        """Sign the receipts of the decision on ``current`` that ``logged`` records (as the
+        append logged it), in the transaction that logged it."""
         if self._s.proofs is not None:
-            self._s.proofs.decided_in(conn, current, event_id)
+            self._s.proofs.decided_in(conn, current, logged)
 
     def sweep(self, now: datetime) -> int:
         """Time out expired pending interrupts (see ``WopHost.sweep``); returns how many."""
@@ -397,9 +397,9 @@ def _queued(conn: Connection, run_id: str, hook: EnqueueHook | None) -> None:
         hook.queued(conn, run_id)
 
 
-def _time_out(conn: Connection, target: InterruptRecord, now: datetime) -> str:
+def _time_out(conn: Connection, target: InterruptRecord, now: datetime) -> StoredEvent:
     """Resolve an interrupt whose deadline passed: an approval is rejected, anything else
-    expires. Returns the event id of the ``interrupt.resolved`` logged."""
+    expires. Returns the ``interrupt.resolved`` logged."""
     resolution = kind_of(target.payload).timeout_resolution
     return _claim_in(conn, target, None, dict(resolution), None, now, status="expired")
 
@@ -415,11 +415,11 @@ def _claim_in(
     status: str = "resolved",
     votes: list[dict[str, Any]] | None = None,
     then: Reads | None = None,
-) -> str:
+) -> StoredEvent:
     """Claim (pending -> resolved|expired), with the deciding ``votes`` if given, put the run
     on the queue (``running``: its graph moves again) and append the resolution events, in
     ``conn``; the claim, the queueing and the events are one statement on PostgreSQL (and
-    ``then``'s reads go in its round trip). Returns the event id of ``interrupt.resolved``.
+    ``then``'s reads go in its round trip). Returns the ``interrupt.resolved`` as logged.
 
     Raises:
         InterruptAlreadyResolved: another caller claimed it first.
@@ -460,9 +460,10 @@ def _claim_in(
     queueing = enqueue_write(conn, target.run_id, now=now, running=True, notify=then is None)
     # The claim gates the events (one statement on PostgreSQL); a lost claim raises, and the
     # caller's transaction takes the queueing back.
-    if append(conn, target.run_id, events, now=now, gate=claiming, leading=queueing, then=then).row is None:
+    appended = append(conn, target.run_id, events, now=now, gate=claiming, leading=queueing, then=then)
+    if appended.row is None:
         raise InterruptAlreadyResolved("the interrupt was already resolved by another caller")
-    return events[0].event_id
+    return appended.events[0]
 
 
 def _turns_so_far(conn: Connection, run_id: str, conversation_id: str) -> int:

@@ -71,13 +71,13 @@ def vote_name(interrupt_id: str, voter: str) -> str:
 
 
 def issue_decision(
-    conn: Connection, interrupt: InterruptRecord, event_id: str, keys: ReceiptKeys, *, now: datetime
+    conn: Connection, interrupt: InterruptRecord, event: StoredEvent, keys: ReceiptKeys, *, now: datetime
 ) -> list[StoredReceipt]:
     """Sign and store, in ``conn``'s transaction, the receipts of the decision the just appended
-    ``interrupt.resolved`` ``event_id`` records: the decision's, and each counted vote's that
-    has none yet (the vote that decided; earlier votes got theirs when cast)."""
-    event = _event(conn, event_id)
-    if event is None or event.chain_hash is None:
+    ``interrupt.resolved`` ``event`` records (as the append logged it: no read-back): the
+    decision's, and each counted vote's that has none yet (the vote that decided; earlier votes
+    got theirs when cast)."""
+    if event.chain_hash is None:
         return []
     signer = _Signer(event.run_id, keys, now)
     statement = decision_statement(event, interrupt.payload, interrupt.key)
@@ -181,11 +181,6 @@ def refresh_checkpoint(
 def _index(name: str) -> int:
     parts = name.split("/")
     return int(parts[2]) if len(parts) > 2 else 0
-
-
-def _event(conn: Connection, event_id: str) -> StoredEvent | None:
-    row = conn.execute(select(events_table).where(events_table.c.event_id == event_id)).first()
-    return None if row is None else StoredEvent(**row._mapping)
 
 
 def _last_event(conn: Connection, run_id: str) -> StoredEvent | None:
