@@ -5,6 +5,7 @@ database's JSON round trip does not change it), and concurrent appenders never f
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import uuid
 from collections.abc import Iterator
@@ -18,7 +19,16 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, insert, update
 
 from wop_langgraph._clock import iso_z
-from wop_langgraph.proof.chain import GENESIS, canonical, chain_next, event_digest
+from wop_langgraph.proof.chain import (
+    GENESIS,
+    appended_digest,
+    canonical,
+    chain_next,
+    chain_raw,
+    event_digest,
+    json_string,
+    wire_time,
+)
 from wop_langgraph.proof.statements import digest_of_stored
 from wop_langgraph.store.engine import make_engine
 from wop_langgraph.store.events import NewEvent, append, read_events
@@ -201,7 +211,8 @@ def test_the_event_digest_is_sha256_of_the_rfc8785_wire_document(
     payload: Any, ids: tuple[str, str, str, str | None, str | None], moment: datetime
 ) -> None:
     """The append's digest (written member by member, the wire time formatted directly) is the
-    definition's: SHA-256 of RFC 8785 over the event's wire document without ``sequence``."""
+    definition's: SHA-256 of RFC 8785 over the event's wire document without ``sequence``; the
+    append's text to store reads back as the payload, and its chain step is the definition's."""
     run_id, event_id, type_, node_id, causation_id = ids
     doc = {"runId": run_id, "eventId": event_id, "type": type_, "payload": payload, "schemaVersion": 1}
     doc |= {"timestamp": iso_z(moment)}
@@ -222,3 +233,11 @@ def test_the_event_digest_is_sha256_of_the_rfc8785_wire_document(
         schema_version=1,
     )
     assert digest == expected
+    stored, raw = appended_digest(
+        json_string(run_id), event_id, type_, payload, wire_time(moment), node_id, causation_id, 1
+    )
+    assert raw.hex() == expected and json.loads(stored) == payload
+    assert chain_raw(None, [raw, raw]) == [
+        chain_next(None, expected),
+        chain_next(chain_next(None, expected), expected),
+    ]
