@@ -4,7 +4,10 @@ By default both sides are this tree, in one process: the chain as shipped ("on")
 chain's computation replaced with constants ("off", see ``_chain_switch.py``: no digest, no
 chain step, no read of the previous chain value; a benchmark-only switch, never a setting).
 Every workload runs in rounds that alternate the two sides (the first side alternating too),
-so a change in machine load falls on both; each ratio is the median of the per-round ratios
+so a change in machine load falls on both, and each round lasts ``--round-ms`` at least (a
+workload's operations per round are raised to that by its warm-up's pace: ``in_tx``'s 300
+appends took 20-50 ms, where one time slice lost to another process swung a round by 20%
+and the median of 12 ratios by several points); each ratio is the median of the per-round ratios
 (on/off throughput, target >= 0.95: proof must be nearly free), by wall time and by this
 process's CPU time (steady on a loaded machine; on PostgreSQL it leaves the server's share
 out, where ``sha256`` of the chain runs). The workloads: ``append.py``'s modes (``append1``,
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import statistics
@@ -132,9 +136,11 @@ def in_process(args: argparse.Namespace) -> int:
                     continue
                 count = args.cycles if name == "full_path" else args.operations
                 warmup = args.cycles_warmup if name == "full_path" else args.warmup
+                slowest = 0.0
                 for on in (False, True):  # each side's statements built and warm
                     _side(on)
-                    run(warmup)
+                    slowest = max(slowest, _timed(run, warmup)[0])
+                count = max(count, math.ceil(args.round_ms / 1e3 / slowest))
                 sides: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
                 for round_ in range(args.rounds):
                     for on in (True, False) if round_ % 2 == 0 else (False, True):
@@ -222,6 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operations", type=int, default=300, help="appends per round (append modes)")
     parser.add_argument("--warmup", type=int, default=100, help="unmeasured appends per side first")
     parser.add_argument("--cycles", type=int, default=10, help="full-path cycles per round")
+    parser.add_argument(
+        "--round-ms",
+        type=float,
+        default=150.0,
+        help="operations per round raised until a round lasts this long (by the warm-up's pace)",
+    )
     parser.add_argument("--cycles-warmup", type=int, default=3, help="unmeasured cycles per side first")
     parser.add_argument("--postgres", default=None, help="a PostgreSQL server URL (default: SQLite only)")
     parser.add_argument("--skip-full-path", action="store_true")
