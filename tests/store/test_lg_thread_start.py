@@ -1,14 +1,21 @@
 """``start_thread_run``: the compare-and-set that makes a run a thread's current one, and the
-run's listing with it (one round trip on PostgreSQL); a lost move, rolled back, leaves nothing."""
+run's listing with it (one round trip on PostgreSQL); a lost move, rolled back, leaves nothing.
+``ThreadRunStart`` does the same sent ahead of the transaction's next statement (in its round
+trip on PostgreSQL), its answer read after it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from sqlalchemy import Connection, Engine, select
+from tests.round_trips import traffic
 
+from wop_langgraph.store.held import stored_ahead
 from wop_langgraph.store.lg_threads import (
+    ThreadRunStart,
     get_thread,
     insert_thread,
     start_thread_run,
@@ -23,19 +30,28 @@ class Lost(Exception):
     pass
 
 
-def _start(conn: Connection, run_id: str, expected: str | None) -> bool:
-    return start_thread_run(
-        conn,
-        "t-1",
-        expected_run_id=expected,
-        run_id=run_id,
-        metadata={"graph_id": "g"},
-        assistant_id="a-1",
-        run_metadata={"turn": run_id},
-        multitask_strategy="reject",
-        now=NOW,
-        listed_at=LISTED if run_id == "r-2" else None,
-    )
+def _arguments(run_id: str, expected: str | None) -> dict[str, Any]:
+    return {
+        "expected_run_id": expected,
+        "run_id": run_id,
+        "metadata": {"graph_id": "g"},
+        "assistant_id": "a-1",
+        "run_metadata": {"turn": run_id},
+        "multitask_strategy": "reject",
+        "now": NOW,
+        "listed_at": LISTED if run_id == "r-2" else None,
+    }
+
+
+def _start_now(conn: Connection, run_id: str, expected: str | None) -> bool:
+    return start_thread_run(conn, "t-1", **_arguments(run_id, expected))
+
+
+def _start_ahead(conn: Connection, run_id: str, expected: str | None) -> bool:
+    start = ThreadRunStart("t-1", **_arguments(run_id, expected))
+    with stored_ahead(conn, [start]):
+        get_thread(conn, "t-1")  # the statement it goes ahead of
+    return start.won()
 
 
 def _aware(moment: datetime) -> datetime:
@@ -49,7 +65,10 @@ def _listed(engine: Engine) -> list[tuple[str, str, dict[str, str], str]]:
         return [(r.run_id, r.thread_id, r.metadata, _aware(r.created_at)) for r in rows]
 
 
-def test_a_won_move_lists_the_run_and_a_lost_one_rolled_back_leaves_nothing(engine: Engine) -> None:
+@pytest.mark.parametrize("_start", [_start_now, _start_ahead])
+def test_a_won_move_lists_the_run_and_a_lost_one_rolled_back_leaves_nothing(
+    engine: Engine, _start: Callable[[Connection, str, str | None], bool]
+) -> None:
     with engine.begin() as conn:
         insert_thread(conn, "t-1", "acme", {}, now=NOW)
     with engine.begin() as conn:
@@ -67,3 +86,13 @@ def test_a_won_move_lists_the_run_and_a_lost_one_rolled_back_leaves_nothing(engi
         ("r-1", "t-1", {"turn": "r-1"}, NOW),
         ("r-2", "t-1", {"turn": "r-2"}, LISTED),
     ]
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_a_start_sent_ahead_goes_in_the_round_trip_of_the_next_statement(engine: Engine) -> None:
+    with engine.begin() as conn:
+        insert_thread(conn, "t-1", "acme", {}, now=NOW)
+    with engine.begin() as conn, traffic() as counts:
+        assert _start_ahead(conn, "r-1", None) is True
+    # The move, the listing and the read, with the BEGIN, in one pipeline.
+    assert (counts["statements"], counts["round_trips"]) == (3, 1), counts

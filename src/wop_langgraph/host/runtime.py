@@ -46,6 +46,7 @@ from wop_langgraph.protocol.snapshot import RESULT_EXTENSION
 from wop_langgraph.store.appended import signals_for
 from wop_langgraph.store.engine import Connection, Engine, one_statement, reading
 from wop_langgraph.store.events import NewEvent, append, read_events
+from wop_langgraph.store.held import HeldWrite, stored_ahead
 from wop_langgraph.store.interrupts import (
     InterruptRecord,
     PendingFilter,
@@ -315,6 +316,7 @@ class WopHost:
         wait: bool = True,
         on_commit: Callable[[Connection, dict[str, Any]], None] | None = None,
         run_id: str | None = None,
+        ahead: HeldWrite | None = None,
     ) -> dict[str, Any]:
         """Create a run and queue it; returns its snapshot.
 
@@ -322,8 +324,11 @@ class WopHost:
         first interrupt or ended. Without it, the run is ``pending`` until a worker takes it.
         ``on_commit`` is called with the new run's snapshot inside the transaction that
         creates it (to store something that must commit with the run, or not at all).
-        ``run_id`` is an id minted earlier for ``owner``'s tenant (``mint_tenant_id``), for a
-        run whose id was given out before it could start; by default one is minted here.
+        ``ahead``: a write of the caller's in that transaction, sent ahead of the run's
+        insert (on PostgreSQL in its round trip, with the ``BEGIN``: it reads no result back
+        before the insert has run; ``on_commit`` may read it). ``run_id`` is an id minted
+        earlier for ``owner``'s tenant (``mint_tenant_id``), for a run whose id was given out
+        before it could start; by default one is minted here.
 
         Raises:
             ValidationError: ``run_id`` names another tenant.
@@ -371,9 +376,13 @@ class WopHost:
         postgres = self.engine.dialect.name == "postgresql"
         # On PostgreSQL the run's row, its NOTIFY and ``run.started`` are one statement: with
         # nothing else to commit with them, it runs in autocommit (one round trip, not four).
-        connect = one_statement if postgres and on_commit is None else Engine.connect
+        connect = one_statement if postgres and on_commit is None and ahead is None else Engine.connect
         try:
-            with connect(self.engine) as conn, conn.begin():
+            with (
+                connect(self.engine) as conn,
+                conn.begin(),
+                stored_ahead(conn, [] if ahead is None else [ahead]),
+            ):
                 # The lease runs from here, once the transaction has the database (a SQLite
                 # writer may have queued for it); from here on it is renewed, and a cancel
                 # reaches the drive.
@@ -616,6 +625,7 @@ class WopHost:
         key: str | None = None,
         wait: bool = True,
         on_decided: Callable[[Connection], None] | None = None,
+        decided_write: HeldWrite | None = None,
         with_outputs: bool = False,
     ) -> dict[str, Any]:
         """Resolve (or vote on) the pending interrupt of ``node_id`` in ``run_id``.
@@ -627,13 +637,17 @@ class WopHost:
         replayed request answers as the first did).
         ``on_decided(conn)`` is called in the transaction that decides the gate (or times it
         out), never for a vote that did not decide: what it writes commits with the decision,
-        or not at all. See
+        or not at all. ``decided_write``: likewise, a write that reads nothing back (a
+        ``HeldWrite``); with ``wait``, on PostgreSQL it goes out in the round trip of the
+        statement that decides (one round trip fewer), before the claim's outcome is read:
+        a lost claim rolls it back with the rest. See
         :class:`~wop_langgraph.host.resolver.Resolver` for the contract.
         """
         # A caller that waits takes the lease where the decision queues the run, and drives it
         # without a claim of its own.
-        lease = _LeaseAtDecision(self.executor, self.saver, on_decided) if wait else None
-        hook: EnqueueHook | None = lease if lease is not None else _on_decision(on_decided)
+        decided = _both(on_decided, decided_write)
+        lease = _LeaseAtDecision(self.executor, self.saver, on_decided, decided_write) if wait else None
+        hook: EnqueueHook | None = lease if lease is not None else _on_decision(decided)
         try:
             result = self._resolver.resolve(
                 run_id, node_id, resume_value, principal, idempotency_key=idempotency_key, key=key, hook=hook
@@ -954,6 +968,20 @@ def _on_decision(call: Callable[[Connection], None] | None) -> EnqueueHook | Non
     return None if call is None else _OnDecision(call)
 
 
+def _both(
+    first: Callable[[Connection], None] | None, then: Callable[[Connection], None] | None
+) -> Callable[[Connection], None] | None:
+    """One call of ``first`` then ``then`` (either may be ``None``)."""
+    if first is None or then is None:
+        return first or then
+
+    def both(conn: Connection) -> None:
+        first(conn)
+        then(conn)
+
+    return both
+
+
 class _LeaseAtDecision:
     """Takes a run's lease in the transaction that queues it (an ``EnqueueHook``).
 
@@ -965,11 +993,17 @@ class _LeaseAtDecision:
     """
 
     def __init__(
-        self, executor: Executor, saver: object, also: Callable[[Connection], None] | None = None
+        self,
+        executor: Executor,
+        saver: object,
+        also: Callable[[Connection], None] | None = None,
+        riding: HeldWrite | None = None,
     ) -> None:
         self._executor = executor
         self._saver = saver
         self._also = also
+        #: A write sent with the claim's reads (it reads nothing back), else run with ``also``.
+        self._riding = riding
         self._pending: PendingClaim | None = None
         self._taken: ClaimedRun | None = None
         self.claimed: ClaimedRun | None = None
@@ -979,11 +1013,20 @@ class _LeaseAtDecision:
         # The claim, with the work the drive is to deliver and the checkpoint it continues
         # from, read in the round trip of the statement that queues the run.
         self._pending = self._executor.claim_reads(run_id, self._saver)
-        return None if self._pending is None else self._pending.reads
+        if self._pending is None:
+            return None
+        reads = self._pending.reads
+        if self._riding is not None:
+            # The caller's write goes in that round trip too (on PostgreSQL, a round trip of
+            # its own less): if the claim is lost, the transaction rolls it back with the rest.
+            reads.also, self._riding = (*reads.also, self._riding), None
+        return reads
 
     def queued(self, conn: Connection, run_id: str) -> None:
         if self._also is not None:
             self._also(conn)
+        if self._riding is not None:  # (no reads were asked for: a timeout)
+            self._riding(conn)
         pending, self._pending = self._pending, None
         if pending is None:  # (a timeout queues the run without asking for reads)
             pending = self._executor.claim_reads(run_id, self._saver)

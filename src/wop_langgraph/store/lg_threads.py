@@ -13,7 +13,7 @@ Every statement on these tables lives here; schema migration 7 creates them.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -38,12 +38,18 @@ from sqlmodel import SQLModel
 from wop_langgraph.store.checkpoint_tables import checkpoints_table
 from wop_langgraph.store.interrupts import InterruptRecord
 from wop_langgraph.store.run_tables import ID_LENGTH, interrupts_table, runs_table
-from wop_langgraph.store.statements import DriverStatement, driver_statement, named_together
+from wop_langgraph.store.statements import (
+    DriverStatement,
+    driver_connection,
+    driver_statement,
+    named_together,
+)
 
 __all__ = [
     "SEED_MARK",
     "ThreadRow",
     "ThreadRunRow",
+    "ThreadRunStart",
     "delete_thread",
     "get_thread",
     "hide_thread_run",
@@ -312,6 +318,78 @@ def start_thread_run(
     On PostgreSQL both go out in one round trip, so the run is listed even when the move lost:
     on ``False`` the caller must roll the transaction back (as it does to refuse the input).
     """
+    moved, listed = _start_runs(
+        thread_id,
+        expected_run_id=expected_run_id,
+        run_id=run_id,
+        metadata=metadata,
+        assistant_id=assistant_id,
+        run_metadata=run_metadata,
+        multitask_strategy=multitask_strategy,
+        now=now,
+        listed_at=listed_at,
+    )
+    if conn.dialect.name == "postgresql":
+        won, _ = named_together(conn, [moved, listed])
+        return bool(won)
+    if not moved[0].named(conn, moved[1]):
+        return False
+    listed[0].named(conn, listed[1])
+    return True
+
+
+class ThreadRunStart:
+    """:func:`start_thread_run` as a write sent ahead of the statement that creates the run
+    (``WopHost.create_run(ahead=...)``): on PostgreSQL in that statement's round trip (and the
+    ``BEGIN``'s), one round trip fewer per new run; whether the move won is read once that
+    statement has run (:meth:`won`). As there, the run is listed even when the move lost (the
+    caller rolls the transaction back)."""
+
+    def __init__(self, thread_id: str, **start: Any) -> None:
+        self._runs = _start_runs(thread_id, **start)
+        self._answer: Callable[[], bool] | None = None
+
+    def __call__(self, conn: Connection) -> None:
+        driver = driver_connection(conn)
+        if driver is None or conn.dialect.name != "postgresql":
+            (moved, moving), (listed, listing) = self._runs
+            won = bool(moved.named(conn, moving)) and bool(listed.named(conn, listing))
+            self._answer = lambda: won
+            return
+        # Sent, not read: in the pipeline of the statement that follows, whose end brings
+        # the results in.
+        sent: list[tuple[Any, Any]] = []
+        for statement, params in self._runs:
+            compiled = statement.compiled(conn.dialect)
+            sent.append((compiled, compiled.execute(driver, compiled.bound(params, conn), conn)))
+
+        def answer() -> bool:
+            found = [compiled.fetch(cursor, conn)[0] for compiled, cursor in sent]  # (both closed)
+            return bool(found[0])
+
+        self._answer = answer
+
+    def won(self) -> bool:
+        """Whether the thread moved to the run (``False``: roll the transaction back); call it
+        once, after the statement the start went ahead of."""
+        if self._answer is None:
+            raise RuntimeError("the thread's move was not sent")
+        return self._answer()
+
+
+def _start_runs(
+    thread_id: str,
+    *,
+    expected_run_id: str | None,
+    run_id: str,
+    metadata: Mapping[str, Any],
+    assistant_id: str,
+    run_metadata: Mapping[str, Any],
+    multitask_strategy: str,
+    now: datetime,
+    listed_at: datetime | None = None,
+) -> tuple[tuple[DriverStatement, dict[str, Any]], tuple[DriverStatement, dict[str, Any]]]:
+    """The move of the thread to its new run and the run's listing, with their parameters."""
     moved = (
         _move_statement(expected_run_id is not None),
         {
@@ -333,13 +411,7 @@ def start_thread_run(
             "list_at": listed_at or now,
         },
     )
-    if conn.dialect.name == "postgresql":
-        won, _ = named_together(conn, [moved, listed])
-        return bool(won)
-    if not moved[0].named(conn, moved[1]):
-        return False
-    listed[0].named(conn, listed[1])
-    return True
+    return moved, listed
 
 
 @functools.lru_cache(maxsize=2)

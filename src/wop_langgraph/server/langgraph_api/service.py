@@ -51,6 +51,7 @@ from wop_langgraph.store.lg_queue import (
 from wop_langgraph.store.lg_threads import (
     ThreadRow,
     ThreadRunRow,
+    ThreadRunStart,
     delete_thread,
     get_thread,
     hide_thread_run,
@@ -58,7 +59,6 @@ from wop_langgraph.store.lg_threads import (
     run_rest,
     runs_of_thread,
     seed_checkpoint,
-    start_thread_run,
     tenant_threads,
     thread_run,
     thread_with_pending,
@@ -539,7 +539,8 @@ class LangGraphService:
             ]
             if len(resolves) == 1:
                 # The decision is driven here when the caller drives (the common case); the
-                # thread is marked updated in the deciding transaction.
+                # thread is marked updated in the deciding transaction (in the round trip of
+                # the statement that decides, on PostgreSQL: the write reads nothing back).
                 node_id, key, value = resolves[0]
 
                 def touch(conn: Connection) -> None:
@@ -553,7 +554,7 @@ class LangGraphService:
                     principal,
                     key=key,
                     wait=drive,
-                    on_decided=touch,
+                    decided_write=touch,
                     with_outputs=True,
                 )
                 if drive:
@@ -606,32 +607,38 @@ class LangGraphService:
         seeded: list[str | None] = []
         strategy = body.get("multitask_strategy") or "reject"
 
+        run_id = run_id or mint_tenant_id(principal.tenant)
+        # In the transaction that creates the run, sent ahead of its insert (on PostgreSQL in
+        # its round trip): exactly one input starts the next run.
+        start = ThreadRunStart(
+            row.thread_id,
+            expected_run_id=previous,
+            run_id=run_id,
+            metadata=thread_metadata,
+            assistant_id=assistant_id,
+            run_metadata=run_metadata,
+            multitask_strategy=strategy,
+            now=self.host.clock(),
+        )
+
         def on_commit(conn: Connection, snapshot: dict[str, Any]) -> None:
-            # In the transaction that creates the run: exactly one input starts the next run.
-            new = snapshot["runId"]
-            now = self.host.clock()
-            if not start_thread_run(
-                conn,
-                row.thread_id,
-                expected_run_id=previous,
-                run_id=new,
-                metadata=thread_metadata,
-                assistant_id=assistant_id,
-                run_metadata=run_metadata,
-                multitask_strategy=strategy,
-                now=now,
-            ):
+            if not start.won():
                 raise ThreadBusy(  # (rolls the run and its listing back)
                     f"thread {row.thread_id!r} started another run meanwhile",
                     details={"thread_id": row.thread_id},
                 )
-            seeded.append(seed_checkpoint(conn, previous, new) if previous else None)
+            seeded.append(seed_checkpoint(conn, previous, run_id) if previous else None)
 
-        run_id = run_id or mint_tenant_id(principal.tenant)
         if self._created_without_callback is not None:
             self._created_without_callback(run_id)
         created = self.host.create_run(
-            graph_id, body.get("input"), owner=principal, wait=drive, on_commit=on_commit, run_id=run_id
+            graph_id,
+            body.get("input"),
+            owner=principal,
+            wait=drive,
+            on_commit=on_commit,
+            run_id=run_id,
+            ahead=start,
         )
         rested = str(created["status"]) if drive else None
         outputs = (
