@@ -138,6 +138,12 @@ def test_langgraph_api_benchmark_reports_each_backend() -> None:
         assert "wop postgres" in out
 
 
+def test_langgraph_api_profile_lists_the_server_functions_per_cycle() -> None:
+    out = _run("langgraph_api_profile.py", "--clients", "1", "--cycles", "2", "--top", "5", "--match", "wop/")
+    assert "2 cycles, 0 errors" in out and "ms/cycle" in out
+    assert "wop/" in out.split("function (per cycle)", 1)[1]
+
+
 def test_receipts_benchmark_reports_sign_verify_and_a_large_run() -> None:
     out = _run("receipts.py", "--rounds", "1", "--receipts", "50", "--events", "300")
     assert "sign" in out and "verify" in out and "verify of a 300-event run" in out
