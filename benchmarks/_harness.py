@@ -96,16 +96,26 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def server(
-    db_url: str, *, workers: int, env: dict[str, str] | None = None, target: str = "_graphs:WORKFLOWS"
+    db_url: str,
+    *,
+    workers: int,
+    env: dict[str, str] | None = None,
+    target: str = "_graphs:WORKFLOWS",
+    program: tuple[str, ...] = ("-m", "wop_langgraph.cli"),
+    startup_seconds: float = 60,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``wop-langgraph serve`` on a free loopback port; yields its base URL and process."""
+    """``wop-langgraph serve`` on a free loopback port; yields its base URL and process.
+
+    ``program``: what the interpreter runs with the ``serve`` arguments (the CLI; a wrapper
+    such as ``_thread_cpu_serve.py``); ``startup_seconds``: how long it may take to answer.
+    """
     port = free_port()
-    cmd = [sys.executable, "-m", "wop_langgraph.cli", "serve", target, "--db", db_url]
+    cmd = [sys.executable, *program, "serve", target, "--db", db_url]
     cmd += ["--port", str(port), "--log-level", "warning", "--workers", str(workers)]
     process = subprocess.Popen(cmd, env=_env(env))
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + startup_seconds
         while True:
             if process.poll() is not None:
                 raise SystemExit(f"the server exited with {process.returncode}")
@@ -115,7 +125,7 @@ def server(
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise SystemExit("the server did not answer within 60 s")
+                raise SystemExit(f"the server did not answer within {startup_seconds:g} s")
             time.sleep(0.1)
         yield base, process
     finally:

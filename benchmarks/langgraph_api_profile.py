@@ -21,14 +21,11 @@ import pickle
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from typing import Any
 
-import httpx
-
-from _harness import API_KEY, POSTGRES_ENV, _env, _stop, database, free_port
+from _harness import API_KEY, POSTGRES_ENV, database, server
 from langgraph_api import GRAPH, TARGET, measure
 
 Stats = dict[Any, tuple[Any, ...]]
@@ -55,28 +52,6 @@ def _snapshot(process: subprocess.Popen[bytes], out: str, n: int) -> Stats:
             if time.monotonic() > deadline:
                 raise SystemExit("the server wrote no profile within 60 s") from None
             time.sleep(0.2)
-
-
-def _serve(db_url: str, out: str) -> tuple[str, subprocess.Popen[bytes]]:
-    port = free_port()
-    here = os.path.dirname(os.path.abspath(__file__))
-    cmd = [sys.executable, os.path.join(here, "_thread_cpu_serve.py"), "serve", TARGET, "--db", db_url]
-    cmd += ["--port", str(port), "--log-level", "warning", "--workers", "4"]
-    process = subprocess.Popen(cmd, env=_env({"WOP_PROFILE_OUT": out}))
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        if process.poll() is not None:
-            raise SystemExit(f"the server exited with {process.returncode}")
-        try:
-            if httpx.get(f"{base}/.well-known/openwop", timeout=1).status_code == 200:
-                return base, process
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            _stop(process)
-            raise SystemExit("the server did not answer within 120 s")
-        time.sleep(0.2)
 
 
 def _show(before: Stats, after: Stats, cycles: int, args: argparse.Namespace) -> None:
@@ -122,16 +97,22 @@ def main() -> None:
         database(backend, args.postgres) as url,
     ):
         out = os.path.join(folder, "profile")
-        base, process = _serve(url, out)
-        try:
+        wrapper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_thread_cpu_serve.py")
+        # (a profiled server starts slower than the plain one)
+        with server(
+            url,
+            workers=4,
+            env={"WOP_PROFILE_OUT": out},
+            target=TARGET,
+            program=(wrapper,),
+            startup_seconds=120,
+        ) as (base, process):
             measure("warm-up", f"{base}/langgraph", API_KEY, GRAPH, 4, 2, process)
             before = _snapshot(process, out, 0)
             figures = measure(
                 "profiled", f"{base}/langgraph", API_KEY, GRAPH, args.clients, args.cycles, process
             )
             after = _snapshot(process, out, 1)
-        finally:
-            _stop(process)
     print(f"{figures.cycles} cycles, {len(figures.errors)} errors; load {os.getloadavg()[0]:.2f}")
     for error in figures.errors[:3]:
         print(f"  {error}")
