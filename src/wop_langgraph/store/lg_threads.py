@@ -68,6 +68,8 @@ __all__ = [
 #: the run it was copied from); the driver gives the run its input on top of it.
 SEED_MARK: Final = "wop_thread_seed"
 _THREAD_ID_LENGTH = 128
+#: A statement with its parameters.
+_Write = tuple[DriverStatement, dict[str, Any]]
 
 
 def _json() -> Any:
@@ -332,6 +334,11 @@ def start_thread_run(
     if conn.dialect.name == "postgresql":
         won, _ = named_together(conn, [moved, listed])
         return bool(won)
+    return _start_in_order(conn, moved, listed)
+
+
+def _start_in_order(conn: Connection, moved: _Write, listed: _Write) -> bool:
+    """The move, then (if it won) the listing, each a statement of its own; whether it won."""
     if not moved[0].named(conn, moved[1]):
         return False
     listed[0].named(conn, listed[1])
@@ -352,8 +359,7 @@ class ThreadRunStart:
     def __call__(self, conn: Connection) -> None:
         driver = driver_connection(conn)
         if driver is None or conn.dialect.name != "postgresql":
-            (moved, moving), (listed, listing) = self._runs
-            won = bool(moved.named(conn, moving)) and bool(listed.named(conn, listing))
+            won = _start_in_order(conn, *self._runs)
             self._answer = lambda: won
             return
         # Sent, not read: in the pipeline of the statement that follows, whose end brings
@@ -388,7 +394,7 @@ def _start_runs(
     multitask_strategy: str,
     now: datetime,
     listed_at: datetime | None = None,
-) -> tuple[tuple[DriverStatement, dict[str, Any]], tuple[DriverStatement, dict[str, Any]]]:
+) -> tuple[_Write, _Write]:
     """The move of the thread to its new run and the run's listing, with their parameters."""
     moved = (
         _move_statement(expected_run_id is not None),
