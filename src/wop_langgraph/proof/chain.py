@@ -62,8 +62,6 @@ _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 #: Outside strings: a float (``1.5``, ``1e+16``) or a 22-digit integer.
 _NOT_FAST = re.compile(r"[0-9](?:[.eE]|[0-9]{21})")
 _HIGH = re.compile("[\ue000-\U0010ffff]")
-_not_fast = _NOT_FAST.search
-_high = _HIGH.search
 _sha256 = hashlib.sha256
 
 
@@ -219,26 +217,15 @@ def appended_digest(
     Raises:
         TypeError: the payload is not JSON.
     """
-    # What the chain adds to an append is this function and the chain step: :func:`_plain`
-    # and :func:`_digest` are written out here (a Python call each is a measurable share).
     try:
         text: str | None = _fast(payload)
     except (TypeError, ValueError):
         text = None
-    if (
-        text is None
-        or (_not_fast(text) and _not_fast(_STRINGS.sub("", text)))
-        or not (text.isascii() or not _high(text))
-    ):
+    if text is None or not _plain(text):
         canon, text = canonical(payload).decode(), json.dumps(payload)
     else:
         canon = text
-    cause = "" if causation_id is None else f'"causationId":{_string(causation_id)},'
-    node = "" if node_id is None else f'"nodeId":{_string(node_id)},'
-    return text, _sha256(
-        f'{{{cause}"eventId":{_string(event_id)},{node}"payload":{canon},"runId":{run_json},'
-        f'"schemaVersion":{int(schema_version)},"timestamp":"{wire_time}","type":{_string(type)}}}'.encode()
-    ).digest()
+    return text, _digest(run_json, event_id, type, canon, wire_time, node_id, causation_id, schema_version)
 
 
 def _digest(
@@ -251,8 +238,7 @@ def _digest(
     causation_id: str | None,
     schema_version: int,
 ) -> bytes:
-    """:func:`event_digest_raw`, positional, the run id already a JSON string (the text
-    :func:`appended_digest` hashes too, written out there)."""
+    """:func:`event_digest_raw`, positional, the run id already a JSON string."""
     cause = "" if causation_id is None else f'"causationId":{_string(causation_id)},'
     node = "" if node_id is None else f'"nodeId":{_string(node_id)},'
     # One f-string, encoded once: the cheapest way to these bytes measured.
