@@ -19,6 +19,7 @@ time in ms (user + system, read from ``/proc``, so Linux only) the server proces
 the bursts, divided by their requests: with in-process workers it includes what the resolved or
 created runs cost the workers meanwhile. The server is one GIL-bound process, so a burst's p99
 is about its total CPU; this figure is less noisy than the latencies on a shared machine.
+``user/sys`` splits it into user and system (kernel: socket calls, lock waits) time.
 ``client cpu`` is what the clients (this process) used per request: see :class:`LightClient` for
 why they use ``http.client`` by default (``--client httpx`` measures with ``httpx`` instead).
 
@@ -65,18 +66,21 @@ class ServerCpu:
 
     def __init__(self, pid: int) -> None:
         self.path = f"/proc/{pid}/stat"
-        self.seconds = 0.0
+        self.user = 0.0
+        self.system = 0.0
         self.client_seconds = 0.0
         self.requests = 0
 
-    def _used(self) -> float | None:
+    def _used(self) -> tuple[float, float] | None:
+        """The process's (user, system) CPU seconds so far."""
         try:
             with open(self.path) as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             return None
         # utime and stime: fields 14 and 15 of proc(5), the 12th and 13th after the command name.
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
 
     def measure(self, requests: int, call: Callable[[], None]) -> None:
         """Run ``call``, which sends ``requests`` requests, and count the CPU the server used
@@ -85,12 +89,19 @@ class ServerCpu:
         call()
         after, client_after = self._used(), time.process_time()
         if before is not None and after is not None:
-            self.seconds += after - before
+            self.user += after[0] - before[0]
+            self.system += after[1] - before[1]
             self.client_seconds += client_after - client_before
             self.requests += requests
 
     def per_request_ms(self) -> float | None:
-        return 1000 * self.seconds / self.requests if self.requests else None
+        return 1000 * (self.user + self.system) / self.requests if self.requests else None
+
+    def split_ms(self) -> str:
+        """User and system CPU ms per request, as ``user/system``."""
+        if not self.requests:
+            return "n/a"
+        return f"{1000 * self.user / self.requests:.1f}/{1000 * self.system / self.requests:.1f}"
 
     def client_per_request_ms(self) -> float | None:
         return 1000 * self.client_seconds / self.requests if self.requests else None
@@ -273,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", default=os.environ.get(POSTGRES_ENV))
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default=None, help="only this one")
     args = parser.parse_args(argv)
-    widths = [22, 8, 9, 9, 9, 8, 12, 12]
+    widths = [22, 8, 9, 9, 9, 8, 12, 10, 12]
     results: list[list[Any]] = []
     for backend in backends(args.postgres, args.backend):
         with database(backend, args.postgres) as url:
@@ -291,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
                         max(ms),
                         verdict,
                         "n/a" if server_ms is None else server_ms,
+                        cpu.split_ms(),
                         "n/a" if client_ms is None else client_ms,
                     ]
                 )
@@ -305,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         f"target p99 <= {TARGET_MS:.0f} ms"
     )
     header = ["backend / request", "samples", "p50 ms", "p99 ms", "max ms", "target"]
-    print(row([*header, "server cpu", "client cpu"], widths))
+    print(row([*header, "server cpu", "user/sys", "client cpu"], widths))
     for cells in results:
         print(row(cells, widths))
     return 0

@@ -86,6 +86,11 @@ def test_http_engine_benchmark_reports_resolve_and_create_latency() -> None:
     out = _run("http_engine.py", *small)
     assert "sqlite resolve" in out and "sqlite POST /runs" in out
     assert "server cpu" in out and "client cpu" in out
+    # The server's CPU per request, split into user and system time, adds up to the total.
+    (resolve,) = [line for line in out.splitlines() if line.startswith("sqlite resolve")]
+    cells = resolve.split()
+    total, (user, system) = float(cells[-3]), map(float, cells[-2].split("/"))
+    assert abs(user + system - total) <= 0.11
     if POSTGRES:
         assert "postgres resolve" in out and "postgres POST /runs" in out
     assert "sqlite resolve" in _run("http_engine.py", *small, "--backend", "sqlite", "--client", "httpx")
