@@ -19,7 +19,7 @@ time in ms (user + system, read from ``/proc``, so Linux only) the server proces
 the bursts, divided by their requests: with in-process workers it includes what the resolved or
 created runs cost the workers meanwhile. The server is one GIL-bound process, so a burst's p99
 is about its total CPU; this figure is less noisy than the latencies on a shared machine.
-``user/sys`` splits it into user and system (kernel: socket calls, lock waits) time.
+``user/sys`` splits it into user and system time (the kernel's: socket calls, futexes).
 ``client cpu`` is what the clients (this process) used per request: see :class:`LightClient` for
 why they use ``http.client`` by default (``--client httpx`` measures with ``httpx`` instead).
 
