@@ -68,10 +68,12 @@ def statements() -> Iterator[list[tuple[str, bool, bool]]]:
 def traffic() -> Iterator[dict[str, int]]:
     """How much psycopg sends within the block: ``statements``, ``commands`` (``BEGIN``,
     ``COMMIT`` ... sent on their own), ``pipelines`` (outermost pipeline blocks, one round trip
-    each) and ``round_trips`` (statements and commands outside a pipeline, plus the pipelines),
-    filled in as the block ends."""
+    each) and ``round_trips`` (statements and commands outside a pipeline, plus the pipelines,
+    plus one for each ``BEGIN`` a pipeline began with: psycopg sends it with a sync and waits
+    for its answer before the rest), filled in as the block ends."""
     counts = {"statements": 0, "commands": 0, "pipelines": 0, "round_trips": 0}
     piped_sent = [0]
+    piped_begins = [0]
     execute, command, pipeline = (
         psycopg.Cursor.execute,
         psycopg.Connection._exec_command,
@@ -88,7 +90,9 @@ def traffic() -> Iterator[dict[str, int]]:
 
     def traced_command(self: Any, cmd: Any, *args: Any, **kwargs: Any) -> Any:
         counts["commands"] += 1
-        piped_sent[0] += piped(self)
+        in_pipeline = piped(self)
+        piped_sent[0] += in_pipeline
+        piped_begins[0] += in_pipeline and bytes(cmd).startswith(b"BEGIN")
         return command(self, cmd, *args, **kwargs)
 
     @contextmanager
@@ -108,7 +112,7 @@ def traffic() -> Iterator[dict[str, int]]:
         psycopg.Connection._exec_command = command  # type: ignore[method-assign]
         psycopg.Connection.pipeline = pipeline  # type: ignore[method-assign]
         sent = counts["statements"] + counts["commands"]
-        counts["round_trips"] = sent - piped_sent[0] + counts["pipelines"]
+        counts["round_trips"] = sent - piped_sent[0] + counts["pipelines"] + piped_begins[0]
 
 
 @contextmanager

@@ -71,7 +71,8 @@ def stored_ahead(conn: Connection, writes: Sequence[HeldWrite]) -> Iterator[None
 
     Within the block, the first statement run on the driver in ``conn``'s transaction sends
     ``writes`` (and a save waiting to go with them, :func:`stored_with_held`) ahead of itself
-    in one pipeline: one round trip for them all, and ``BEGIN``. Whatever is left is stored
+    in one pipeline: one round trip for them all (after the transaction's ``BEGIN``, which
+    psycopg sends and waits for first, in a pipeline too). Whatever is left is stored
     as the block ends. If the block raises, nothing left runs (the caller rolls back).
     Elsewhere (SQLite) they are stored at once, as :func:`storing` does.
     """
