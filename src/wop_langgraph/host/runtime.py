@@ -325,7 +325,7 @@ class WopHost:
         ``on_commit`` is called with the new run's snapshot inside the transaction that
         creates it (to store something that must commit with the run, or not at all).
         ``ahead``: a write of the caller's in that transaction, sent ahead of the run's
-        insert (on PostgreSQL in its round trip, with the ``BEGIN``: it reads no result back
+        insert (on PostgreSQL in its round trip: it reads no result back
         before the insert has run; ``on_commit`` may read it). ``run_id`` is an id minted
         earlier for ``owner``'s tenant (``mint_tenant_id``), for a run whose id was given out
         before it could start; by default one is minted here.

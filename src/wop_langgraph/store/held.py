@@ -53,9 +53,9 @@ def storing(conn: Connection, writes: Sequence[HeldWrite]) -> None:
 def stored_with_held(conn: Connection, write: HeldWrite) -> Iterator[None]:
     """Within the block, ``write`` (a save of ``conn``'s transaction) goes with the next
     :func:`storing` in it, after what that stores (on PostgreSQL in its pipeline: the save's
-    own round trip, and the ``BEGIN``'s when it is the transaction's first, are saved); if none
-    comes, it runs as the block ends. If the block raises, it does not run (the caller rolls
-    the transaction back)."""
+    own round trip is saved; a transaction's ``BEGIN`` keeps its own, see :func:`stored_ahead`);
+    if none comes, it runs as the block ends. If the block raises, it does not run (the caller
+    rolls the transaction back)."""
     conn.info[_JOINING_KEY] = write
     try:
         yield

@@ -347,8 +347,8 @@ def _start_in_order(conn: Connection, moved: _Write, listed: _Write) -> bool:
 
 class ThreadRunStart:
     """:func:`start_thread_run` as a write sent ahead of the statement that creates the run
-    (``WopHost.create_run(ahead=...)``): on PostgreSQL in that statement's round trip (and the
-    ``BEGIN``'s), one round trip fewer per new run; whether the move won is read once that
+    (``WopHost.create_run(ahead=...)``): on PostgreSQL in that statement's round trip, one
+    round trip fewer per new run; whether the move won is read once that
     statement has run (:meth:`won`). As there, the run is listed even when the move lost (the
     caller rolls the transaction back)."""
 
