@@ -92,7 +92,8 @@ def traffic() -> Iterator[dict[str, int]]:
         counts["commands"] += 1
         in_pipeline = piped(self)
         piped_sent[0] += in_pipeline
-        piped_begins[0] += in_pipeline and bytes(cmd).startswith(b"BEGIN")
+        # (a savepoint's command is composed SQL, not bytes: never a BEGIN)
+        piped_begins[0] += in_pipeline and isinstance(cmd, bytes | bytearray) and cmd.startswith(b"BEGIN")
         return command(self, cmd, *args, **kwargs)
 
     @contextmanager
