@@ -10,6 +10,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
+from enum import IntEnum
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from wop_langgraph.proof.chain import (
     GENESIS,
     appended_digest,
     canonical,
+    canonical_text,
     chain_next,
     chain_raw,
     event_digest,
@@ -34,6 +36,12 @@ from wop_langgraph.store.engine import make_engine
 from wop_langgraph.store.events import NewEvent, append, read_events
 from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.run_tables import event_counters_table, events_table
+
+
+class Level(IntEnum):
+    LOW = 1
+    HIGH = 2
+
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 #: Values a JSON round trip could respell: JSONB reorders keys, writes 1e300 as digits, keeps
@@ -162,6 +170,37 @@ def test_large_numbers_canonicalise_to_one_form_whatever_the_round_trip() -> Non
         assert canonical(value) == rfc8785.dumps(value)
     with pytest.raises(TypeError):  # what JSON cannot carry
         canonical({"n": float("nan")})
+
+
+def test_json_dumps_text_is_taken_as_canonical_exactly_where_rfc8785_writes_the_same() -> None:
+    """The fast path (``json.dumps``'s text, stored and hashed as it is) is taken for digits
+    inside strings, integers up to 21 digits and characters up to U+FFFF in keys; a float, a
+    22-digit integer anywhere or a key beyond the BMP takes ``rfc8785`` instead."""
+    plain: list[Any] = [
+        {"at": "2026-01-01T12:00:00.123Z", "v": "1e+16", "ids": ["4e5f", "0.5"]},
+        {"n": 10**21 - 1, "m": -(10**21) + 1, "t": (1, 2), "b": [True, None]},
+        {"\ue000": 1, "é": 2, "\uffff": [{"x": "ü"}]},  # key order is UTF-16's here too
+        {"level": Level.HIGH, "nested": [[[{"deep": Level.LOW}]]]},
+    ]
+    for value in plain:
+        text = canonical_text(value)
+        dumped = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        assert text is not None and text == dumped
+        assert text.encode() == canonical(value)
+    assert canonical_text({"\ue000": 1, "é": 2}).encode() == rfc8785.dumps({"\ue000": 1, "é": 2})  # type: ignore[union-attr]
+    fast_would_be_wrong: list[Any] = [
+        {"x": [{"y": 1.5}]},
+        {"x": [1.0]},
+        {"x": [[[10**21]]]},
+        {"x": (-(10**21),)},
+        {"\ue000": 1, "\U0001d11e": 2},  # UTF-16 sorts the second key first
+        [1, 2, {"a": 1e16}],
+    ]
+    for value in fast_would_be_wrong:
+        assert canonical_text(value) is None
+    assert canonical({"\ue000": 1, "\U0001d11e": 2}) == rfc8785.dumps({"\ue000": 1, "\U0001d11e": 2})
+    assert canonical({"\ue000": 1, "\U0001d11e": 2}).startswith('{"\U0001d11e"'.encode())
+    assert canonical({"x": [[[10**21]]]}) == b'{"x":[[[1e+21]]]}'
 
 
 def test_editing_a_chain_value_in_sql_does_not_change_what_the_next_append_chains_from(
