@@ -186,3 +186,10 @@ def test_receipt_resolve_benchmark_reports_cpu_per_resolve_against_a_baseline_tr
     assert "sqlite   baseline   cpu" in out and "cpu this tree / baseline:" in out
     out = _run("receipt_resolve.py", *args, "--statements")
     assert "statements" in out
+
+
+def test_served_instructions_benchmark_counts_a_served_resolve() -> None:
+    """Under callgrind (six counts with a baseline tree take ~4 minutes: this tree alone)."""
+    out = _run("served_instructions.py", "--resolves", "2", "--warmup", "1", "--idle", "3")
+    found = re.search(r"this tree\s+([\d.]+) M  \(idle: ([\d.]+) M a second", out)
+    assert found is not None and float(found.group(1)) > 0.5, out
