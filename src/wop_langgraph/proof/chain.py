@@ -244,14 +244,11 @@ def appended_digest(
     Raises:
         TypeError: the payload is not JSON.
     """
-    try:
-        text: str | None = _fast(payload)
-    except (TypeError, ValueError):
-        text = None
-    if text is None or not _plain(payload, text):
+    canon = canonical_text(payload)
+    if canon is None:
         canon, text = canonical(payload).decode(), json.dumps(payload)
     else:
-        canon = text
+        text = canon
     return text, _digest(run_json, event_id, type, canon, wire_time, node_id, causation_id, schema_version)
 
 
