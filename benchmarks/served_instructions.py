@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import json
 import os
 import re
 import shutil
@@ -49,6 +48,7 @@ def child(src: Path, backend: str, postgres: str | None, resolves: int, warmup: 
     os.environ["WOP_BENCH_SLEEP"] = "0"
     from _graphs import WORKFLOWS
     from _harness import AUTH, _env, database, free_port
+    from http_engine import LightClient
     from wop_langgraph.host import Principal, WopHost
     from wop_langgraph.protocol.ids import project_id
 
@@ -77,10 +77,10 @@ def child(src: Path, backend: str, postgres: str | None, resolves: int, warmup: 
                 _wait_until_served(port, server)
                 started = time.monotonic()
                 time.sleep(idle)
-                headers = {**AUTH, "Content-Type": "application/json"}
+                client = LightClient(f"http://127.0.0.1:{port}", AUTH)
                 for run_id in runs:
                     path = f"/runs/{project_id(run_id)}/interrupts/approve"
-                    status, body = _post(port, path, {"resumeValue": {"action": "accept"}}, headers)
+                    status, body = client.post(path, {"resumeValue": {"action": "accept"}})
                     if status != 200:
                         raise SystemExit(f"resolve answered {status}: {body.decode(errors='replace')}")
                 phase = time.monotonic() - started
@@ -107,16 +107,6 @@ def _wait_until_served(port: int, server: subprocess.Popen[bytes], seconds: floa
         except OSError:
             time.sleep(1)
     raise SystemExit(f"the server did not answer within {seconds:g} s")
-
-
-def _post(port: int, path: str, body: dict[str, object], headers: dict[str, str]) -> tuple[int, bytes]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    try:
-        connection.request("POST", path, body=json.dumps(body), headers=headers)
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
 
 
 def _total(src: Path, args: argparse.Namespace, resolves: int, idle: float = 0) -> tuple[int, float]:
