@@ -7,6 +7,7 @@ benchmarks/README.md). PostgreSQL parts run when ``WOP_TEST_POSTGRES_URL`` is se
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -136,11 +137,37 @@ def test_tokens_benchmark_reports_every_mode_against_a_baseline(tmp_path: Path) 
 
 
 def test_langgraph_api_benchmark_reports_each_backend() -> None:
-    out = _run("langgraph_api.py", "--clients", "2", "--cycles", "1")
+    """Every server in every round: a rate per round (each server's steady window, see
+    ``measure_round``)."""
+    out = _run("langgraph_api.py", "--clients", "2", "--cycles", "3", "--rounds", "2")
     assert "wop sqlite" in out and "resume p99" in out and "CPU ms/cycle" in out
-    assert "load average" in out
+    assert "load average" in out and "x 2 rounds" in out
+    assert re.search(r"wop sqlite\s+12\s", out), out  # 2 clients x 3 cycles x 2 measured rounds
+    assert re.search(r"wop sqlite: cycles/s by round [\d.]+ [\d.]+$", out, re.MULTILINE), out
     if POSTGRES:
         assert "wop postgres" in out
+
+
+def test_langgraph_api_rates_a_round_over_its_steady_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round's rate and latencies count the cycles that ended after every client had ended its
+    first one and before the first client stopped; a round without such a window counts whole."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # (for the script's own imports)
+    # Loaded under another name: ``langgraph_api`` is also the LangGraph server's package.
+    spec = importlib.util.spec_from_file_location(
+        "bench_langgraph_api", REPO / "benchmarks" / "langgraph_api.py"
+    )
+    assert spec is not None and spec.loader is not None
+    langgraph_api = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, langgraph_api)  # (its dataclasses look it up)
+    spec.loader.exec_module(langgraph_api)
+    round_ = langgraph_api._Round()
+    # Started at 0: client A ends cycles at 1, 2 and 3 s and stops; B ends its first at 2.5 s.
+    round_.ended = [(1.0, 10.0), (2.0, 20.0), (3.0, 30.0), (2.5, 40.0), (3.5, 50.0)]
+    round_.first, round_.stopped = [1.0, 2.5], [3.0, 4.0]
+    assert round_.window(0.0) == ([30.0], 0.5)
+    alone = langgraph_api._Round()  # one client, one cycle: the whole round
+    alone.ended, alone.first, alone.stopped = [(1.0, 10.0)], [1.0], [1.0]
+    assert alone.window(0.0) == ([10.0], 1.0)
 
 
 def test_langgraph_api_profile_lists_the_server_functions_per_cycle() -> None:
