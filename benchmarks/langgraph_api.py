@@ -120,8 +120,9 @@ class _Round:
         """The resume latencies of the cycles that ended after every client had ended its first
         cycle and before the first client stopped, and those seconds; the whole round's where
         that is empty."""
-        begin, end = (max(self.first), min(self.stopped)) if self.first else (started, started)
-        if len(self.first) < len(self.stopped) or end <= begin:
+        everyone = 0 < len(self.first) == len(self.stopped)
+        begin, end = (max(self.first), min(self.stopped)) if everyone else (started, started)
+        if end <= begin:
             begin, end = started, max(self.stopped)
         return [latency for ended, latency in self.ended if begin < ended <= end], end - begin
 
@@ -285,12 +286,11 @@ def _run(args: argparse.Namespace, reference_process: subprocess.Popen[bytes] | 
             targets.append(_Target(Figures(f"wop {backend}"), pool, GRAPH, process))
         for target in targets:  # one cycle first: a new server compiles its statements
             measure_round(Figures("warm-up"), target.clients[:1], target.graph, 1)
-        unmeasured = {id(target): Figures("warm-up") for target in targets}
         for round_ in range(args.warmup_rounds + args.rounds):
             shift = round_ % len(targets)  # each server goes first in turn
             for target in targets[shift:] + targets[:shift]:
                 measure_round(
-                    target.figures if round_ >= args.warmup_rounds else unmeasured[id(target)],
+                    target.figures if round_ >= args.warmup_rounds else Figures("warm-up"),
                     target.clients,
                     target.graph,
                     args.cycles,
