@@ -3,7 +3,8 @@
 ``chain_off()`` replaces what the chain costs an append with constants: the event digest
 (canonical text and SHA-256), the chain step (SQLite in Python, PostgreSQL in the append's
 statement: its ``sha256`` expressions become the genesis value, its statements are built and
-compiled anew, once) and SQLite's read of the previous chain value in the counter bump. The
+compiled anew, once) and SQLite's new head in the counter bump and its check of the guessed
+one (the guess itself, a dictionary look-up, is still made and bound, unused). The
 payload is then written as ``json.dumps`` writes it, as the JSON column would without the
 chain. ``chain_on()`` puts everything back (each side's statements stay compiled). Nothing
 here is a setting of the library: it patches private names of ``wop_langgraph.store.events``
@@ -17,7 +18,7 @@ import functools
 import json
 from typing import Any
 
-from sqlalchemy import String, literal, null
+from sqlalchemy import String, literal, true
 from sqlalchemy.dialects import postgresql
 
 from wop_langgraph.proof.chain import GENESIS
@@ -45,8 +46,8 @@ def _constant_chained(previous: Any, count: int) -> Any:
     return postgresql.array([literal(GENESIS, String)] * count)
 
 
-def _no_head() -> Any:
-    return null()
+def _unchained(*, guessed: bool) -> tuple[dict[str, Any], Any]:
+    return {}, true()
 
 
 _OFF: dict[tuple[Any, str], Any] = {
@@ -54,7 +55,7 @@ _OFF: dict[tuple[Any, str], Any] = {
     (events, "chain_raw"): _no_chain,
     (_event_sql, "_pg_chain"): _constant_chain,
     (_event_sql, "_pg_chained"): _constant_chained,
-    (_event_sql, "_sqlite_head"): _no_head,
+    (_event_sql, "sqlite_chain_condition"): _unchained,
 }
 for _name in _BUILDERS:  # (events calls them by the names it imported, _event_sql by its own)
     _OFF[(_event_sql, _name)] = _OFF[(events, _name)] = functools.cache(

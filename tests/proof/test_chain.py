@@ -18,6 +18,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, insert, update
+from sqlalchemy import event as sqlalchemy_event
 
 from wop_langgraph._clock import iso_z
 from wop_langgraph.proof.chain import (
@@ -135,6 +136,65 @@ def test_concurrent_appenders_build_one_chain(engine: Engine) -> None:
     for thread in threads:
         thread.join()
     assert not errors
+    assert_chained(engine, run_id)
+
+
+def test_appenders_of_two_engines_taking_turns_build_one_chain(engine: Engine, db_url: str) -> None:
+    """Each engine's appends chain onto the head it saw last, which the other has moved on
+    (SQLite: a stale guess of the counter row's head), and a rolled-back append leaves a guess
+    of a head that never was: every append still chains onto the run's real last event."""
+    run_id = f"acme/chain-{uuid.uuid4().hex}"
+    other = make_engine(db_url)
+    try:
+        for turn in range(6):
+            with (engine if turn % 2 else other).begin() as conn:
+                append(conn, run_id, [NewEvent("turn", {"turn": turn})], now=NOW)
+        with pytest.raises(RuntimeError), other.begin() as conn:
+            append(conn, run_id, [NewEvent("lost", {})], now=NOW)
+            raise RuntimeError("roll back")
+        for turn in range(6, 9):
+            with (other if turn % 2 else engine).begin() as conn:
+                append(conn, run_id, [NewEvent("turn", {"turn": turn})], now=NOW, once=turn == 8)
+    finally:
+        other.dispose()
+    assert_chained(engine, run_id)
+    assert len(recomputed(engine, run_id)) == 9
+
+
+def test_a_run_deleted_and_logged_again_chains_from_the_genesis(engine: Engine) -> None:
+    run_id = f"acme/chain-{uuid.uuid4().hex}"
+    with engine.begin() as conn:
+        append(conn, run_id, [NewEvent("a", {}), NewEvent("b", {})], now=NOW)
+    with engine.begin() as conn:
+        conn.execute(events_table.delete().where(events_table.c.run_id == run_id))
+        conn.execute(event_counters_table.delete().where(event_counters_table.c.run_id == run_id))
+    with engine.begin() as conn:
+        (again,) = append(conn, run_id, [NewEvent("again", {})], now=NOW).events
+    assert again.sequence == 0
+    assert again.chain_hash == chain_next(GENESIS, digest_of_stored(again))
+    assert_chained(engine, run_id)
+
+
+def test_an_append_reads_no_event_for_its_chain_head(engine: Engine) -> None:
+    """The head is the counter row's (SQLite guesses it and the row checks the guess): the
+    append's statements touch the events table only to insert."""
+    run_id = f"acme/chain-{uuid.uuid4().hex}"
+    statements: list[str] = []
+
+    def seen(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    with engine.begin() as conn:
+        append(conn, run_id, [NewEvent("a", {})], now=NOW)
+    sqlalchemy_event.listen(engine, "before_cursor_execute", seen)
+    try:
+        with engine.begin() as conn:
+            append(conn, run_id, [NewEvent("b", {}), NewEvent("c", {})], now=NOW)
+    finally:
+        sqlalchemy_event.remove(engine, "before_cursor_execute", seen)
+    # (on PostgreSQL one statement: the upsert, then the insert it feeds)
+    reading = [s for s in statements if "wop_events" in s.split("INSERT INTO wop_events")[0]]
+    assert statements and not reading, statements
     assert_chained(engine, run_id)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,9 +17,12 @@ import wop_langgraph.store.forks
 import wop_langgraph.store.lg_threads
 import wop_langgraph.store.outbox_table
 import wop_langgraph.store.run_tables
+from wop_langgraph.proof.chain import chain_next
+from wop_langgraph.proof.statements import digest_of_stored
 from wop_langgraph.protocol.errors import StoreError
 from wop_langgraph.store import SQLModelSaver, migrations
 from wop_langgraph.store.engine import make_engine
+from wop_langgraph.store.events import NewEvent, append
 from wop_langgraph.store.migrations import HEAD, Migration, current_version, upgrade
 
 RUN_INDEX = "ix_wop_checkpoints_run_id"
@@ -47,7 +51,7 @@ def _indexes(engine: Engine, name: str) -> set[str]:
 
 
 def test_upgrade_creates_every_store_table_from_empty(engine: Engine) -> None:
-    assert upgrade(engine) == HEAD == 8
+    assert upgrade(engine) == HEAD == 9
     names = set(inspect(engine).get_table_names())
     assert {t.name for t in _store_tables()} | {"wop_schema_version"} <= names
     assert {"wop_runs", "wop_events", "wop_event_counters", "wop_interrupts", "wop_idempotency"} <= names
@@ -111,6 +115,36 @@ def test_upgrade_from_version_1_keeps_data_and_adds_the_index(engine: Engine, db
         assert conn.execute(text("SELECT next_sequence FROM wop_event_counters")).scalar_one() == 7
     saver.delete_for_runs(["run-0"])
     assert len(list(saver.list(config_of(thread)))) == 2
+
+
+def test_upgrade_to_9_gives_sqlite_counters_their_runs_chain_head(engine: Engine) -> None:
+    """Version 8 SQLite read a run's head from its last event; from 9 it is the counter row's."""
+    if engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's counter rows hold their head since version 8")
+    upgrade(engine, target=8)
+    heads = ["a" * 64, "b" * 64]
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    with engine.begin() as conn:
+        for run_id, chained in (("acme/old", heads), ("acme/unchained", [None, None]), ("acme/empty", [])):
+            conn.execute(
+                text("INSERT INTO wop_event_counters (run_id, next_sequence, closed) VALUES (:r, :n, false)"),
+                {"r": run_id, "n": len(chained)},
+            )
+            for sequence, head in enumerate(chained):
+                conn.execute(
+                    text(
+                        "INSERT INTO wop_events (run_id, sequence, event_id, type, payload, timestamp, "
+                        "schema_version, chain_hash) VALUES (:r, :s, :e, 'old', '{}', :t, 1, :h)"
+                    ),
+                    {"r": run_id, "s": sequence, "e": f"{run_id}-{sequence}", "t": at, "h": head},
+                )
+    assert upgrade(engine) == HEAD
+    with engine.connect() as conn:
+        found = dict(conn.execute(text("SELECT run_id, chain_head FROM wop_event_counters")).all())
+        assert found == {"acme/old": heads[1], "acme/unchained": None, "acme/empty": None}
+    with engine.begin() as conn:
+        (new,) = append(conn, "acme/old", [NewEvent("new", {})], now=at).events
+    assert new.sequence == 2 and new.chain_hash == chain_next(heads[1], digest_of_stored(new))
 
 
 def test_running_again_changes_nothing(engine: Engine) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -286,10 +286,12 @@ def wire_digest(doc: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(body)).hexdigest()
 
 
-def chain_raw(previous: str | None, digests: Iterable[bytes]) -> list[str]:
+def chain_raw(previous: str | None, digests: Sequence[bytes]) -> list[str]:
     """The chain values (hex) of events of ``digests`` (raw, as :func:`event_digest_raw` gives
     them) following ``previous`` (hex, or ``None`` for the run's first chained event)."""
     head = _GENESIS_RAW if previous is None else bytes.fromhex(previous)
+    if len(digests) == 1:  # (an append's usual one event)
+        return [_sha256(head + digests[0]).hexdigest()]
     values = []
     for digest in digests:
         head = _sha256(head + digest).digest()

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    and_,
     bindparam,
     cast,
     column,
@@ -22,11 +23,13 @@ from sqlalchemy import (
     func,
     literal_column,
     null,
+    or_,
     select,
     text,
     true,
     type_coerce,
     union_all,
+    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -42,7 +45,13 @@ ROW_COLUMNS = ("event_id", "type", "node_id", "payload", "timestamp", "schema_ve
 
 @functools.cache
 def reserve_statement(
-    dialect_name: str, close: bool, notify: bool, once: int, count: int, gate: Any = None
+    dialect_name: str,
+    close: bool,
+    notify: bool,
+    once: int,
+    count: int,
+    gate: Any = None,
+    guessed: bool = False,
 ) -> Any:
     """The counter upsert: bump ``next_sequence`` by ``count`` on an open log, return it, and
     where the run's hash chain stood before the append.
@@ -55,9 +64,14 @@ def reserve_statement(
     before this append in ``chain_prev``) and the upsert chains the events' digests
     (``digest_0`` ...) onto it under the row's lock, returning their chain values as
     ``chained``; a waiter re-reads the row once the lock is released, where a read of the
-    events table would see the statement's older snapshot. On SQLite (one writer) it returns
-    the chain hash of the run's last event.
+    events table would see the statement's older snapshot. On SQLite the caller chains the
+    digests in Python onto the head it expects the row to hold (``chain_guess``: see
+    :func:`sqlite_chain_condition`), and the statement sets the new head (``chain_head``) only
+    where the row holds that guess: the upsert where the guess is the genesis (a new run, or
+    one not chained yet), else (``guessed``) an ``UPDATE`` of the row, which must exist.
     """
+    if guessed:
+        return _sqlite_guessed_reserve(close, once)
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     postgres = dialect_name == "postgresql"
     counted = bindparam("count", type_=Integer)
@@ -70,42 +84,87 @@ def reserve_statement(
     if postgres:
         columns += [null(), _pg_chain(None, count)[-1]]
         names += ["chain_prev", "chain_head"]
+    else:
+        new_head, _ = sqlite_chain_condition(guessed=False)
+        columns += list(new_head.values())
+        names += list(new_head)
     source = select(*columns)
     if gate is not None:
         source = source.select_from(gate)
-    if once:
-        ids = [bindparam(f"once_id_{offset}", type_=_events.c.event_id.type) for offset in range(once)]
-        logged = select(_events.c.sequence).where(_events.c.event_id.in_(ids))
-        source = source.where(~logged.exists())
-    else:
-        # SQLite parses ``INSERT ... SELECT ... ON CONFLICT`` only with a WHERE in the SELECT.
-        source = source.where(true())
+    # (SQLite parses ``INSERT ... SELECT ... ON CONFLICT`` only with a WHERE in the SELECT)
+    source = source.where(_none_logged(once) if once else true())
     statement = dialect.insert(_counters).from_select(names, source)
     set_: dict[str, Any] = {"next_sequence": _counters.c.next_sequence + counted}
     if close:
         set_["closed"] = True
     returning: list[Any] = [_counters.c.next_sequence]
+    open_log: Any = _counters.c.closed.is_(False)
     if postgres:
         set_["chain_prev"] = _counters.c.chain_head
         set_["chain_head"] = _pg_chain(_counters.c.chain_head, count)[-1]
         chained = type_coerce(_pg_chained(_counters.c.chain_prev, count), postgresql.ARRAY(String))
         returning.append(chained.label("chained"))
     else:
-        returning.append(_sqlite_head())
+        head, as_guessed = sqlite_chain_condition(guessed=False)
+        set_ |= head
+        open_log = and_(open_log, as_guessed)
     if notify:
         returning.append(func.pg_notify(bindparam("channel"), bindparam("run_id")))
     return statement.on_conflict_do_update(
-        index_elements=[_counters.c.run_id], set_=set_, where=_counters.c.closed.is_(False)
+        index_elements=[_counters.c.run_id], set_=set_, where=open_log
     ).returning(*returning)
 
 
-def _sqlite_head() -> Any:
-    """SQLite: the chain hash of the run's last event before the append (read by the bump)."""
-    head = text(
-        f"SELECT chain_hash FROM {_events.name} WHERE run_id = :run_id "
-        f"AND sequence = {_counters.name}.next_sequence - :count - 1"
-    ).bindparams(bindparam("run_id", type_=_events.c.run_id.type), bindparam("count", type_=Integer))
-    return head.columns(column("chain_hash", String)).scalar_subquery()
+def _none_logged(once: int) -> Any:
+    """None of the events ``once_id_0`` ... ``once_id_<once-1>`` is logged yet.
+
+    One equality a lookup, not ``IN (...)``: PostgreSQL plans a lookup of one value of a
+    unique index as an index scan even on a table it has no statistics of yet, where for a
+    list it chose a sequential scan while the table was small, and kept that plan (a
+    prepared statement's generic plan) as the table grew: a scan of every event per resolve
+    until the table was first analysed.
+    """
+    logged = [
+        select(_events.c.sequence)
+        .where(_events.c.event_id == bindparam(f"once_id_{offset}", type_=_events.c.event_id.type))
+        .exists()
+        for offset in range(once)
+    ]
+    return ~or_(*logged)
+
+
+def _sqlite_guessed_reserve(close: bool, once: int) -> Any:
+    """SQLite: the counter bump of a run whose head the caller guessed (``chain_guess``): an
+    ``UPDATE`` of its open row holding that head, returning the bumped counter."""
+    head, as_guessed = sqlite_chain_condition(guessed=True)
+    values: dict[str, Any] = {"next_sequence": _counters.c.next_sequence + bindparam("count", type_=Integer)}
+    if close:
+        values["closed"] = True
+    where = [
+        _counters.c.run_id == bindparam("run_id", type_=_counters.c.run_id.type),
+        _counters.c.closed.is_(False),
+        as_guessed,
+    ]
+    if once:
+        where.append(_none_logged(once))
+    return update(_counters).where(*where).values(values | head).returning(_counters.c.next_sequence)
+
+
+def sqlite_chain_condition(*, guessed: bool) -> tuple[dict[str, Any], Any]:
+    """SQLite: the counter row's new chain head (``chain_head``, bound), and the condition that
+    the row holds the head the caller chained from: its guess (``chain_guess``), or none yet
+    (the genesis: a new run, or one whose events predate the chain)."""
+    head = _counters.c.chain_head
+    condition = head == bindparam("chain_guess", type_=String) if guessed else head.is_(None)
+    return {"chain_head": bindparam("chain_head", type_=String)}, condition
+
+
+@functools.cache
+def sqlite_head_statement() -> Any:
+    """SQLite: a run's counter row as the chain sees it: its head, and whether it is closed."""
+    return select(_counters.c.chain_head, _counters.c.closed).where(
+        _counters.c.run_id == bindparam("run_id", type_=_counters.c.run_id.type)
+    )
 
 
 #: Up to this many events, PostgreSQL chains an append's digests in nested expressions (each

@@ -32,6 +32,7 @@ from wop_langgraph.store._event_sql import (
     gated_append_statement,
     reserve_statement,
     seen_statement,
+    sqlite_head_statement,
     sqlite_insert_statement,
 )
 from wop_langgraph.store.appended import APPENDED_KEY, EVENTS_CHANNEL
@@ -445,22 +446,73 @@ def _append(
         chained = [row[1] for row in ordered]
     else:
         _run_leading(conn, leading)
-        reserve = _driver(reserve_statement("sqlite", close, False, once, len(rows)))
         # (both statements run on the driver connection, if one, looked up once)
         driver = driver_connection(conn)
-        reserved = reserve.rows(conn, params) if driver is None else reserve.rows_on(conn, driver, params)
-        if not reserved:
+        reserved = _reserve_sqlite(conn, driver, run_id, digests, params, close, once)
+        if reserved is None:
             return None
-        first = int(reserved[0][0]) - len(rows)
-        # SQLite has one writer: the run's last event, read in the bump's statement, is the
-        # chain's head until this transaction ends.
-        chained = chain_raw(reserved[0][1], digests)
+        first, chained = reserved
         for offset, row in enumerate(rows):
             row["sequence"] = first + offset
             row["chain_hash"] = chained[offset]
         _driver(sqlite_insert_statement()).execute_many(conn, rows, driver)
     announced.add(run_id)
     return _stored(run_id, timed, first, chained, hexes)
+
+
+#: SQLite: the chain head each run's latest append in this process left (hex), by engine (its
+#: ``id``) and run id: the next append's guess at its row's head, which the database checks (see
+#: :func:`_reserve_sqlite`). A stale guess (a rollback, another process, a deleted run, an
+#: engine's ``id`` taken again) costs a read, never a wrong chain.
+_heads: dict[int, dict[str, str]] = {}
+#: Beyond this many runs (or engines) the guesses start again from none.
+_HEADS_KEPT = 4096
+
+
+def _reserve_sqlite(
+    conn: Connection,
+    driver: Any,
+    run_id: str,
+    digests: list[bytes],
+    params: dict[str, Any],
+    close: bool,
+    once: int,
+) -> tuple[int, list[str]] | None:
+    """SQLite: reserve the sequences of ``digests``' events and chain them, in one statement;
+    the first sequence and the chain values, or ``None`` when nothing was reserved (the log is
+    closed, or a once-only event is logged).
+
+    The digests are chained onto the head the run's counter row is guessed to hold (the last
+    one chained here, else none: a new run), and the row takes the bump and the new head only
+    if it holds that guess: the statement touches that row only, where it also read the run's
+    last event for the head before schema version 9. A wrong guess costs a read of the row and
+    a second statement (SQLite has one writer, which this transaction is from its first bump
+    on: what the read finds holds until it ends).
+    """
+    heads = _heads.get(id(conn.engine))
+    if heads is None:
+        if len(_heads) >= _HEADS_KEPT:
+            _heads.clear()
+        heads = _heads[id(conn.engine)] = {}
+    guess = heads.get(run_id)
+    for _ in range(2):
+        chained = chain_raw(guess, digests)
+        params["chain_guess"] = guess
+        params["chain_head"] = chained[-1]
+        statement = reserve_statement("sqlite", close, False, once, len(digests), guessed=guess is not None)
+        reserve = _driver(statement)
+        reserved = reserve.rows(conn, params) if driver is None else reserve.rows_on(conn, driver, params)
+        if reserved:
+            if len(heads) >= _HEADS_KEPT:
+                heads.clear()
+            heads[run_id] = chained[-1]
+            return int(reserved[0][0]) - len(digests), chained
+        found = _driver(sqlite_head_statement()).rows(conn, {"run_id": run_id})
+        head = found[0][0] if found else None
+        if (found and (found[0][1] or head == guess)) or (not found and guess is None):
+            return None  # the guess was right: the log is closed, or a once-only event logged
+        guess = head
+    raise AssertionError(f"run {run_id!r}: the counter row changed in a SQLite write transaction")
 
 
 def _stored(

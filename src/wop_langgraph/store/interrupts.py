@@ -187,7 +187,13 @@ def _inserting_gate_statement() -> Any:
     runs = runs_table.c
     waiting = (
         update(runs_table)
-        .where(runs.run_id == inserted.c.run_id, or_(runs.status == "pending", runs.status == "running"))
+        # The run by its bound id (its primary key: an index scan whatever PostgreSQL knows of
+        # the table, where a join on the CTE's column was planned as a scan of every run).
+        .where(
+            runs.run_id == bindparam("wait_run", type_=runs.run_id.type),
+            select(inserted.c.interrupt_id).where(inserted.c.run_id == runs.run_id).exists(),
+            or_(runs.status == "pending", runs.status == "running"),
+        )
         .values(
             status=bindparam("wait_status"),
             current_node_id=bindparam("wait_node"),

@@ -386,6 +386,21 @@ def _create_v8(conn: Connection) -> None:
     md.create_all(conn, checkfirst=True)
 
 
+def _create_v9(conn: Connection) -> None:
+    # SQLite's appends chain from their counter row's head (wop_langgraph.store.events), as
+    # PostgreSQL's have since version 8, where SQLite read its run's last event: each row takes
+    # the chain value of its run's last event (none, for a run logged before the chain).
+    if conn.dialect.name != "sqlite":
+        return
+    conn.execute(
+        text(
+            "UPDATE wop_event_counters SET chain_head = (SELECT e.chain_hash FROM wop_events e "
+            "WHERE e.run_id = wop_event_counters.run_id "
+            "AND e.sequence = wop_event_counters.next_sequence - 1) WHERE chain_head IS NULL"
+        )
+    )
+
+
 #: Every schema version, oldest first; append, never edit.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "runs, events, interrupts, idempotency, checkpoints and writes", _create_v1),
@@ -396,6 +411,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "interrupt profiles on wop_interrupts", _create_v6),
     Migration(7, "server callbacks and LangGraph API threads and queued runs", _create_v7),
     Migration(8, "event hash chain; signed receipts wop_receipts", _create_v8),
+    Migration(9, "SQLite event counters hold their run's chain head", _create_v9),
 )
 
 #: The newest schema version this code knows.
