@@ -10,7 +10,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
-from enum import IntEnum
+from enum import Enum, IntEnum
 from typing import Any
 
 import pytest
@@ -261,6 +261,28 @@ def test_json_dumps_text_is_taken_as_canonical_exactly_where_rfc8785_writes_the_
     assert canonical({"\ue000": 1, "\U0001d11e": 2}) == rfc8785.dumps({"\ue000": 1, "\U0001d11e": 2})
     assert canonical({"\ue000": 1, "\U0001d11e": 2}).startswith('{"\U0001d11e"'.encode())
     assert canonical({"x": [[[10**21]]]}) == b'{"x":[[[1e+21]]]}'
+
+
+def test_what_json_refuses_is_refused_and_what_it_writes_is_written_alike() -> None:
+    """The canonical text comes from ``orjson`` where it writes the value, else from ``json``:
+    values ``orjson`` takes and ``json`` refuses (a UUID, an enum that is not an int or a str)
+    are refused as before, and values ``orjson`` refuses and ``json`` writes (a key that is
+    not a string, a lone surrogate, nesting deeper than ``orjson``'s 255 levels) are written
+    as ``json`` writes them."""
+
+    class Colour(Enum):
+        RED = "red"
+
+    for refused in ({"u": uuid.uuid4()}, {"c": Colour.RED}, {"t": NOW}, {"x": {1, 2}}):
+        assert canonical_text(refused) is None
+        with pytest.raises(TypeError):
+            canonical(refused)
+    deep: Any = "leaf"
+    for _ in range(300):
+        deep = [deep]
+    for written in ({1: "a", 2: "b"}, {"s": "\ud800"}, deep, {"level": Level.HIGH}):
+        dumped = json.dumps(written, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        assert canonical_text(written) == dumped
 
 
 def test_editing_a_chain_value_in_sql_does_not_change_what_the_next_append_chains_from(

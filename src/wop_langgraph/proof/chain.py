@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import rfc8785
 
 from wop_langgraph._clock import iso_z
@@ -86,16 +87,29 @@ def _c_encoder() -> Callable[[Any], str] | None:
 _fast = _c_encoder() or _fast
 
 
+#: ``orjson`` writes what ``_fast`` does for what both take (the same escapes, separators and
+#: key order), in a tenth of its time; what it takes and ``json`` refuses (a UUID, an enum of
+#: other values) :func:`_plain` refuses, and ``datetime`` and dataclasses it passes through to
+#: its ``default``, which it has none of: refused.
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+_orjson_dumps = orjson.dumps
+
+
 def canonical_text(value: Any) -> str | None:
     """The RFC 8785 canonical JSON of ``value`` as text where ``json.dumps`` writes it (see
-    ``_fast``: most JSON), else ``None`` (then :func:`canonical` takes ``rfc8785``).
+    ``_fast``: most JSON; written by ``orjson`` where it takes the value), else ``None`` (then
+    :func:`canonical` takes ``rfc8785``).
 
     The text is also plain JSON that reads back as ``value``: the store writes it as the
     payload it has just digested, instead of serialising the payload again."""
     try:
-        text = _fast(value)
-    except (TypeError, ValueError):
-        return None
+        text = _orjson_dumps(value, option=_ORJSON_OPTIONS).decode()
+    except TypeError:  # (orjson's JSONEncodeError) what json may still write: a key that is not
+        # a string, a lone surrogate, nesting deeper than orjson's 255 levels
+        try:
+            text = _fast(value)
+        except (TypeError, ValueError):
+            return None
     return text if _plain(value, text) else None
 
 
@@ -133,6 +147,8 @@ def _plain(value: Any, text: str) -> bool:
             items += item.values()
         elif isinstance(item, list | tuple):
             items += item
+        elif not isinstance(item, str):  # (what orjson writes and json refuses: a UUID, an Enum)
+            return False
     return True
 
 
