@@ -85,7 +85,7 @@ def reserve_statement(
         columns += [null(), _pg_chain(None, count)[-1]]
         names += ["chain_prev", "chain_head"]
     else:
-        new_head, _ = sqlite_chain_condition(guessed=False)
+        new_head, as_guessed = sqlite_chain_condition(guessed=False)
         columns += list(new_head.values())
         names += list(new_head)
     source = select(*columns)
@@ -105,8 +105,7 @@ def reserve_statement(
         chained = type_coerce(_pg_chained(_counters.c.chain_prev, count), postgresql.ARRAY(String))
         returning.append(chained.label("chained"))
     else:
-        head, as_guessed = sqlite_chain_condition(guessed=False)
-        set_ |= head
+        set_ |= new_head
         open_log = and_(open_log, as_guessed)
     if notify:
         returning.append(func.pg_notify(bindparam("channel"), bindparam("run_id")))

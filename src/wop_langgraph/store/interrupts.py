@@ -184,24 +184,11 @@ def record_of(row: Any) -> InterruptRecord:
 @functools.cache
 def _inserting_gate_statement() -> Any:
     inserted = _insert_statement("postgresql").cte("new_interrupt")
-    runs = runs_table.c
-    waiting = (
-        update(runs_table)
-        # The run by its bound id (its primary key: an index scan whatever PostgreSQL knows of
-        # the table, where a join on the CTE's column was planned as a scan of every run).
-        .where(
-            runs.run_id == bindparam("wait_run", type_=runs.run_id.type),
-            select(inserted.c.interrupt_id).where(inserted.c.run_id == runs.run_id).exists(),
-            or_(runs.status == "pending", runs.status == "running"),
-        )
-        .values(
-            status=bindparam("wait_status"),
-            current_node_id=bindparam("wait_node"),
-            updated_at=bindparam("wait_now", type_=runs.updated_at.type),
-        )
-        .cte("waiting")
-    )
-    return select(*inserted.c).add_cte(waiting)
+    # :func:`mark_waiting`'s move, only if the interrupt was inserted. The run is found by its
+    # bound id (its primary key: an index scan whatever PostgreSQL knows of the table), where a
+    # join on the CTE's column was planned as a scan of every run.
+    was_inserted = select(inserted.c.interrupt_id).where(inserted.c.run_id == runs_table.c.run_id).exists()
+    return select(*inserted.c).add_cte(_waiting_statement().where(was_inserted).cte("waiting"))
 
 
 def get_interrupt(conn: Connection, interrupt_id: str) -> InterruptRecord | None:
