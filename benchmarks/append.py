@@ -7,7 +7,9 @@ process's write lock and ``BEGIN IMMEDIATE``; the commit), holding
 * ``append3``: ``append`` of three events,
 * ``once``: ``append(..., once=True)`` of one new event,
 * ``in_tx``: one ``append`` of one event inside a transaction that holds 50 of them
-  (what the append alone costs, without ``BEGIN`` and ``COMMIT``).
+  (what the append alone costs, without ``BEGIN`` and ``COMMIT``),
+* ``scores``: ``in_tx`` with a model's scores in the payload (floats, as a low-confidence
+  gate's node logs them).
 
 Each run receives 14 events (what one create-suspend-resolve-complete cycle logs), then the
 next run begins, so counter rows are created as often as in the real workload. Modes are
@@ -60,6 +62,12 @@ def _event(i: int) -> NewEvent:
     return NewEvent(type="node.completed", payload={"nodeId": "review", "outputs": {"i": i, "note": "héllo"}})
 
 
+def _scored(i: int) -> NewEvent:
+    scores = {"label": "refund", "confidence": 0.62 + i % 97 / 1000, "threshold": 0.8, "others": [0.21, 0.09]}
+    outputs = {"i": i, "scores": scores}
+    return NewEvent(type="node.completed", payload={"nodeId": "classify", "outputs": outputs})
+
+
 def modes(engine: Engine) -> dict[str, Callable[[int], int]]:
     """Each mode runs ``n`` operations and returns how many it ran."""
     runs = Runs()
@@ -82,16 +90,19 @@ def modes(engine: Engine) -> dict[str, Callable[[int], int]]:
                 append(conn, runs.next(), [_event(i)], now=NOW, once=True)
         return n
 
-    def in_tx(n: int) -> int:
+    def in_tx(n: int, event: Callable[[int], NewEvent] = _event) -> int:
         done = 0
         while done < n:
             with engine.begin() as conn:
                 for i in range(IN_TX):
-                    append(conn, runs.next(), [_event(i)], now=NOW)
+                    append(conn, runs.next(), [event(i)], now=NOW)
             done += IN_TX
         return done
 
-    return {"append1": append1, "append3": append3, "once": once, "in_tx": in_tx}
+    def scores(n: int) -> int:
+        return in_tx(n, _scored)
+
+    return {"append1": append1, "append3": append3, "once": once, "in_tx": in_tx, "scores": scores}
 
 
 def measure(url: str, operations: int, rounds: int, warmup: int) -> dict[str, list[tuple[float, float]]]:

@@ -11,7 +11,7 @@ and the median of 12 ratios by several points); each ratio is the median of the 
 (on/off throughput, target >= 0.95: proof must be nearly free), by wall time and by this
 process's CPU time (steady on a loaded machine; on PostgreSQL it leaves the server's share
 out, where ``sha256`` of the chain runs). The workloads: ``append.py``'s modes (``append1``,
-``append3``, ``once``, ``in_tx``) and ``full_path.py``'s WopHost cycle (create, suspend at
+``append3``, ``once``, ``in_tx``, ``scores``) and ``full_path.py``'s WopHost cycle (create, suspend at
 the gate, resolve, complete)::
 
     python benchmarks/chain_overhead.py --rounds 12

@@ -55,7 +55,7 @@ def test_postgres_costs_benchmark_reports_every_shape() -> None:
 
 def test_append_benchmark_reports_every_mode() -> None:
     out = _run("append.py", "--operations", "50", "--rounds", "1", "--warmup", "0")
-    for mode in ("append1", "append3", "once", "in_tx"):
+    for mode in ("append1", "append3", "once", "in_tx", "scores"):
         assert f"sqlite   {mode}" in out
     if POSTGRES:
         assert "postgres append1" in out
@@ -188,7 +188,7 @@ def test_chain_overhead_benchmark_reports_chain_on_and_off_ratios() -> None:
     out = _run("chain_overhead.py", *args, *(["--postgres", POSTGRES] if POSTGRES else []))
     backends = ["sqlite", "postgres"] if POSTGRES else ["sqlite"]
     for backend in backends:
-        for workload in ("append1", "append3", "once", "in_tx", "full_path"):
+        for workload in ("append1", "append3", "once", "in_tx", "scores", "full_path"):
             assert re.search(rf"{backend} {workload}\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+[\d.]+x", out), out
     assert "load average" in out
 

@@ -48,11 +48,12 @@ GENESIS = "0" * 64
 _GENESIS_RAW = bytes(32)
 
 
-#: ``json.dumps`` (C) writes what RFC 8785 writes for JSON without floats, without integers
-#: of 22 digits or more, and without characters beyond the Basic Multilingual Plane (only with
-#: one of those can UTF-16 key order, which RFC 8785 sorts by, differ from the code point
-#: order ``sort_keys`` uses): same escapes (short forms for ``\b \t \n \f \r``, ``\u00xx``
-#: for other controls, nothing else escaped), same separators.
+#: ``json.dumps`` (C) writes what RFC 8785 writes for JSON without floats (but those
+#: ``_REPR_LOW`` describes), without integers of 22 digits or more, and without characters
+#: beyond the Basic Multilingual Plane (only with one of those can UTF-16 key order, which
+#: RFC 8785 sorts by, differ from the code point order ``sort_keys`` uses): same escapes
+#: (short forms for ``\b \t \n \f \r``, ``\u00xx`` for other controls, nothing else
+#: escaped), same separators.
 _fast: Callable[[Any], str] = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")
 ).encode
@@ -87,21 +88,37 @@ def _c_encoder() -> Callable[[Any], str] | None:
 _fast = _c_encoder() or _fast
 
 
-#: ``orjson`` writes what ``_fast`` does for what both take (the same escapes, separators and
-#: key order), in a tenth of its time; what it takes and ``json`` refuses (a UUID, an enum of
-#: other values) :func:`_plain` refuses, and ``datetime`` and dataclasses it passes through to
-#: its ``default``, which it has none of: refused.
+#: ``orjson`` writes what ``_fast`` does for what both take, floats aside (the same escapes,
+#: separators and key order), in a tenth of its time; what it takes and ``json`` refuses (a
+#: UUID, an enum of other values) :func:`_kind` refuses, and ``datetime`` and dataclasses it
+#: passes through to its ``default``, which it has none of: refused.
 _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _orjson_dumps = orjson.dumps
 
 
 def canonical_text(value: Any) -> str | None:
     """The RFC 8785 canonical JSON of ``value`` as text where ``json.dumps`` writes it (see
-    ``_fast``: most JSON; written by ``orjson`` where it takes the value), else ``None`` (then
+    ``_fast``: most JSON, floats included from 1e-4 up to 1e16 but for integral ones; written
+    by ``orjson`` where it takes the value and holds no float), else ``None`` (then
     :func:`canonical` takes ``rfc8785``).
 
     The text is also plain JSON that reads back as ``value``: the store writes it as the
     payload it has just digested, instead of serialising the payload again."""
+    return _written(value)[0]
+
+
+#: What :func:`_kind` finds in a value: nothing that ``json`` writes otherwise than RFC 8785
+#: does; floats, all of which ``json`` writes as RFC 8785 does; floats of which some are
+#: integral (RFC 8785 writes ``1.0`` as ``1``); something else, which ``rfc8785`` writes.
+_PLAIN, _REPR_FLOATS, _INTEGRAL_FLOATS, _OTHER = range(4)
+#: ``json`` writes a float as ``repr`` does, without an exponent from 1e-4 up to 1e16, and
+#: there ``rfc8785`` writes ``repr``'s text as it is, but for an integral float's ``.0`` (it
+#: formats ``str(f)``: ECMAScript's shortest round-trip digits are ``repr``'s).
+_REPR_LOW, _REPR_HIGH = 1e-4, 1e16
+
+
+def _written(value: Any) -> tuple[str | None, int]:
+    """:func:`canonical_text` of ``value``, and what :func:`_kind` found in it."""
     try:
         text = _orjson_dumps(value, option=_ORJSON_OPTIONS).decode()
     except TypeError:  # (orjson's JSONEncodeError) what json may still write: a key that is not
@@ -109,13 +126,22 @@ def canonical_text(value: Any) -> str | None:
         try:
             text = _fast(value)
         except (TypeError, ValueError):
-            return None
-    return text if _plain(value, text) else None
+            return None, _OTHER
+    kind = _kind(value, text)
+    if kind == _PLAIN:
+        return text, kind
+    if kind == _REPR_FLOATS:  # json's text: orjson writes some floats otherwise (1e-05 as 1e-5)
+        return _fast(value), kind
+    return None, kind
 
 
-def _plain(value: Any, text: str) -> bool:
-    """Whether ``text``, ``json.dumps``'s text of ``value``, is RFC 8785's too: ``value`` holds
-    no float and no integer of 22 digits or more, and ``text`` no character beyond the BMP.
+def _kind(value: Any, text: str) -> int:
+    """Whether ``text``, ``json.dumps``'s text of ``value`` (or ``orjson``'s, the same but for
+    floats), is RFC 8785's too: ``_PLAIN`` where ``value`` holds no float and no integer of 22
+    digits or more, and ``text`` no character beyond the Basic Multilingual Plane;
+    ``_REPR_FLOATS`` where it also holds floats, all from 1e-4 up to 1e16 and none integral
+    (``json``'s text is then RFC 8785's); ``_INTEGRAL_FLOATS`` where some of those are
+    integral; else ``_OTHER``.
 
     The numbers are found by walking the value, not by scanning the text: a walk costs a few
     steps per value, where a regular expression cost tens of instructions per character, and
@@ -124,7 +150,8 @@ def _plain(value: Any, text: str) -> bool:
     # UTF-16 (its codec is CPython's fast path) writes 2 bytes a character, plus a 2-byte BOM,
     # and 4 for a character beyond the BMP.
     if not text.isascii() and len(text.encode("utf-16", "surrogatepass")) != 2 * len(text) + 2:
-        return False
+        return _OTHER
+    found = _PLAIN
     items = [value]
     for item in items:  # (what is appended to the list is visited too)
         kind = type(item)
@@ -134,13 +161,18 @@ def _plain(value: Any, text: str) -> bool:
             items += item.values()
         elif kind is int:
             if not -_LONG_INTEGER < item < _LONG_INTEGER:
-                return False
+                return _OTHER
         elif kind is list or kind is tuple:
             items += item
         elif kind is bool or item is None:
             continue
-        elif isinstance(item, float):
-            return False
+        elif isinstance(item, float):  # (NaN and the infinities pass neither test)
+            if item.is_integer() and -_REPR_HIGH < item < _REPR_HIGH:
+                found = _INTEGRAL_FLOATS
+            elif _REPR_LOW <= abs(item) < _REPR_HIGH:
+                found = max(found, _REPR_FLOATS)
+            else:
+                return _OTHER
         elif isinstance(item, int):  # a subclass (an IntEnum): written as its digits
             items.append(int(item))
         elif isinstance(item, dict):
@@ -148,20 +180,39 @@ def _plain(value: Any, text: str) -> bool:
         elif isinstance(item, list | tuple):
             items += item
         elif not isinstance(item, str):  # (what orjson writes and json refuses: a UUID, an Enum)
-            return False
-    return True
+            return _OTHER
+    return found
+
+
+def _integral_floats_as_integers(value: Any) -> Any:
+    """``value`` with each float replaced by its integer where it is integral (RFC 8785 writes
+    ``1.0`` as ``1`` and ``-0.0`` as ``0``): for its canonical text, never to store."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {key: _integral_floats_as_integers(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_integral_floats_as_integers(item) for item in value]
+    return value
 
 
 def canonical(value: Any) -> bytes:
     """The RFC 8785 canonical JSON bytes of ``value`` (with large integers: see above).
 
     JSON that ``json.dumps`` writes exactly as RFC 8785 does (see ``_fast``) takes that path
-    (the append is on the hot path); anything else is canonicalised by ``rfc8785``.
+    (the append is on the hot path), as does JSON whose only difference is integral floats in
+    ``json``'s range (written as their integers); anything else is canonicalised by ``rfc8785``.
 
     Raises:
         TypeError: ``value`` is not JSON (a non-string key, NaN, an object of another type).
     """
-    text = canonical_text(value)
+    return _canonical(value, *_written(value))
+
+
+def _canonical(value: Any, text: str | None, kind: int) -> bytes:
+    """:func:`canonical` of ``value``, whose :func:`_written` gave ``text`` and ``kind``."""
+    if text is None and kind == _INTEGRAL_FLOATS:
+        text = _written(_integral_floats_as_integers(value))[0]
     if text is not None:
         return text.encode()
     try:
@@ -260,9 +311,9 @@ def appended_digest(
     Raises:
         TypeError: the payload is not JSON.
     """
-    canon = canonical_text(payload)
+    canon, kind = _written(payload)
     if canon is None:
-        canon, text = canonical(payload).decode(), json.dumps(payload)
+        canon, text = _canonical(payload, canon, kind).decode(), json.dumps(payload)
     else:
         text = canon
     return text, _digest(run_json, event_id, type, canon, wire_time, node_id, causation_id, schema_version)
