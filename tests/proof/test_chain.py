@@ -52,6 +52,10 @@ AWKWARD: list[Any] = [
     {"floats": [1.0, 0.1, 1e16, 1e300, 1e-7, -0.0, 5e-324, 123.456]},
     {"ints": [2**53, 2**62, -(2**63), 2**63 - 1, -1, 0]},
     {"nested": {"deep": [[[{"x": None, "y": True, "z": False}]]]}, "empty": {}, "list": []},
+    # the fast path's floats (as json writes them), integral floats, a value beyond the BMP
+    {"scores": [0.42, 0.0001, 123.456, -2.5e-3], "confidence": 0.87, "big": 4503599627370495.5},
+    {"one": 1.0, "half": 0.5, "zero": -0.0, "max": 9999999999999998.0},
+    {"message": "on its way \U0001f389", "history": ["hi \U0001f44b"]},
 ]
 
 
@@ -235,13 +239,15 @@ def test_large_numbers_canonicalise_to_one_form_whatever_the_round_trip() -> Non
 def test_json_dumps_text_is_taken_as_canonical_exactly_where_rfc8785_writes_the_same() -> None:
     """The fast path (``json.dumps``'s text, stored and hashed as it is) is taken for digits
     inside strings, integers up to 21 digits, floats from 1e-4 up to 1e16 that are not
-    integral, and characters up to U+FFFF in keys; another float, a 22-digit integer anywhere
-    or a key beyond the BMP takes ``rfc8785`` instead."""
+    integral, characters up to U+FFFF in keys and any character in values; another float, a
+    22-digit integer anywhere or a key with a character beyond the BMP takes ``rfc8785``
+    instead (UTF-16 may sort it otherwise)."""
     plain: list[Any] = [
         {"at": "2026-01-01T12:00:00.123Z", "v": "1e+16", "ids": ["4e5f", "0.5"]},
         {"x": [{"y": 1.5}], "confidence": 0.42, "low": 0.0001, "high": -999999999999999.5},
         {"n": 10**21 - 1, "m": -(10**21) + 1, "t": (1, 2), "b": [True, None]},
         {"\ue000": 1, "é": 2, "\uffff": [{"x": "ü"}]},  # key order is UTF-16's here too
+        {"message": "on its way \U0001f389", "history": ["hi \U0001f44b"], "\ue000": "\U0001d11e"},
         {"level": Level.HIGH, "nested": [[[{"deep": Level.LOW}]]]},
     ]
     for value in plain:
@@ -258,6 +264,7 @@ def test_json_dumps_text_is_taken_as_canonical_exactly_where_rfc8785_writes_the_
         {"x": [[[10**21]]]},
         {"x": (-(10**21),)},
         {"\ue000": 1, "\U0001d11e": 2},  # UTF-16 sorts the second key first
+        {"m": "\U0001f389", "nested": [{"\U0001f44b": 1}]},
         [1, 2, {"a": 1e16}],
     ]
     for value in fast_would_be_wrong:

@@ -49,9 +49,9 @@ _GENESIS_RAW = bytes(32)
 
 
 #: ``json.dumps`` (C) writes what RFC 8785 writes for JSON without floats (but those
-#: ``_REPR_LOW`` describes), without integers of 22 digits or more, and without characters
-#: beyond the Basic Multilingual Plane (only with one of those can UTF-16 key order, which
-#: RFC 8785 sorts by, differ from the code point order ``sort_keys`` uses): same escapes
+#: ``_REPR_LOW`` describes), without integers of 22 digits or more, and without keys holding
+#: characters beyond the Basic Multilingual Plane (only with such a key can UTF-16 key order,
+#: which RFC 8785 sorts by, differ from the code point order ``sort_keys`` uses): same escapes
 #: (short forms for ``\b \t \n \f \r``, ``\u00xx`` for other controls, nothing else
 #: escaped), same separators.
 _fast: Callable[[Any], str] = json.JSONEncoder(
@@ -137,8 +137,8 @@ def _written(value: Any) -> tuple[str | None, int]:
 
 def _kind(value: Any, text: str) -> int:
     """Whether ``text``, ``json.dumps``'s text of ``value`` (or ``orjson``'s, the same but for
-    floats), is RFC 8785's too: ``_PLAIN`` where ``value`` holds no float and no integer of 22
-    digits or more, and ``text`` no character beyond the Basic Multilingual Plane;
+    floats), is RFC 8785's too: ``_PLAIN`` where ``value`` holds no float, no integer of 22
+    digits or more and no key with a character beyond the Basic Multilingual Plane;
     ``_REPR_FLOATS`` where it also holds floats, all from 1e-4 up to 1e16 and none integral
     (``json``'s text is then RFC 8785's); ``_INTEGRAL_FLOATS`` where some of those are
     integral; else ``_OTHER``.
@@ -147,10 +147,10 @@ def _kind(value: Any, text: str) -> int:
     steps per value, where a regular expression cost tens of instructions per character, and
     several passes to tell a number from digits in a string (a timestamp's ``00.123``).
     """
-    # UTF-16 (its codec is CPython's fast path) writes 2 bytes a character, plus a 2-byte BOM,
-    # and 4 for a character beyond the BMP.
-    if not text.isascii() and len(text.encode("utf-16", "surrogatepass")) != 2 * len(text) + 2:
-        return _OTHER
+    # Keys are sorted by code point, where RFC 8785 sorts them by UTF-16 code unit: the two
+    # orders differ only for a key holding a character beyond the BMP, which is looked for
+    # only if the text holds one (an emoji in a message is written alike by both).
+    astral = not text.isascii() and _beyond_the_bmp(text)
     found = _PLAIN
     items = [value]
     for item in items:  # (what is appended to the list is visited too)
@@ -158,6 +158,8 @@ def _kind(value: Any, text: str) -> int:
         if kind is str:
             continue
         if kind is dict:
+            if astral and _a_key_beyond_the_bmp(item):
+                return _OTHER
             items += item.values()
         elif kind is int:
             if not -_LONG_INTEGER < item < _LONG_INTEGER:
@@ -176,12 +178,23 @@ def _kind(value: Any, text: str) -> int:
         elif isinstance(item, int):  # a subclass (an IntEnum): written as its digits
             items.append(int(item))
         elif isinstance(item, dict):
-            items += item.values()
+            items.append(dict(item))  # (its keys checked as a dict's)
         elif isinstance(item, list | tuple):
             items += item
         elif not isinstance(item, str):  # (what orjson writes and json refuses: a UUID, an Enum)
             return _OTHER
     return found
+
+
+def _a_key_beyond_the_bmp(mapping: dict[Any, Any]) -> bool:
+    """Whether a key of ``mapping`` holds a character beyond the Basic Multilingual Plane."""
+    return any(type(key) is str and not key.isascii() and _beyond_the_bmp(key) for key in mapping)
+
+
+def _beyond_the_bmp(text: str) -> bool:
+    """Whether ``text`` holds a character beyond the Basic Multilingual Plane (UTF-16, whose
+    codec is CPython's fast path, writes 2 bytes a character, 4 for such a one, and a BOM)."""
+    return len(text.encode("utf-16", "surrogatepass")) != 2 * len(text) + 2
 
 
 def _integral_floats_as_integers(value: Any) -> Any:
