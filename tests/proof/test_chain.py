@@ -274,37 +274,42 @@ def test_json_dumps_text_is_taken_as_canonical_exactly_where_rfc8785_writes_the_
     assert canonical({"x": [[[10**21]]]}) == b'{"x":[[[1e+21]]]}'
 
 
-def test_floats_json_writes_as_rfc8785_does_take_the_fast_path_and_read_back_as_themselves(
+def test_floats_take_the_fast_paths_and_what_is_stored_reads_back_as_themselves(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``json`` writes a float as ``repr`` does; from 1e-4 up to 1e16 that is RFC 8785's text,
-    but for an integral float's ``.0``, which RFC 8785 leaves out: such a float is hashed as its
-    integer, and its stored text (``json.dumps``'s, see ``appended_digest``) keeps it a float.
-    Neither goes through ``rfc8785`` (ten times slower)."""
+    """``json`` writes a float as ``repr`` does; from 1e-4 up to 1e16 that is RFC 8785's text
+    (but for an integral float's ``.0``): such a payload is hashed and stored as ``json``
+    writes it. Any other finite float (``1.0``, ``1e-05``, ``1e+16``) is hashed with RFC 8785's
+    text of it, written by ``orjson``, and stored as ``json.dumps`` writes it, so that it reads
+    back as a float. Neither asks ``rfc8785`` for more than a single float's text (its writer
+    of a whole payload is ten times slower)."""
     repr_floats = [0.1, 0.0001, -0.0001, 0.5, 123456.789, 999999999999999.5, 1 / 3, 2**-10]
-    integral = [1.0, -1.0, 0.0, -0.0, 1e15, 9999999999999998.0, -123.0]
-    expected = {n: rfc8785.dumps({"n": n, "k": [n, 0.25]}) for n in repr_floats + integral}
+    respelt = [1.0, -1.0, 0.0, -0.0, 1e15, 9999999999999998.0, -123.0]
+    respelt += [0.00009999, 1e-7, -2.5e-5, 5e-324, 1e16, 1.5e16, 1e300, -1e21, 2.0**70]
+    expected = {n: rfc8785.dumps({"n": n, "k": [n, 0.25]}) for n in repr_floats + respelt}
+    whole_payload = rfc8785.dumps
 
-    def refuse(value: Any) -> bytes:
-        raise AssertionError(f"rfc8785 asked for {value!r}")
+    def one_float_only(value: Any) -> bytes:
+        if type(value) is not float:
+            raise AssertionError(f"rfc8785 asked for {value!r}")
+        return whole_payload(value)
 
-    monkeypatch.setattr(rfc8785, "dumps", refuse)
+    monkeypatch.setattr(rfc8785, "dumps", one_float_only)
     for number in repr_floats:
         text = canonical_text({"n": number, "k": [number, 0.25]})
         assert text == f'{{"k":[{number!r},0.25],"n":{number!r}}}'
         assert text.encode() == expected[number] == canonical({"n": number, "k": [number, 0.25]})
         assert json.loads(text) == {"n": number, "k": [number, 0.25]}
-    for number in integral:
-        assert canonical_text({"n": number}) is None  # its text must read back as a float
+    for number in respelt:
+        assert canonical_text({"n": number}) is None  # json's text is not RFC 8785's
         assert canonical({"n": number, "k": [number, 0.25]}) == expected[number]
-        assert expected[number] == f'{{"k":[{int(number)},0.25],"n":{int(number)}}}'.encode()
         text, _ = appended_digest('"r"', "e", "t", {"n": number}, "2026-01-01T00:00:00.000Z", None, None, 1)
         assert type(json.loads(text)["n"]) is float
+    assert expected[1.0] == b'{"k":[1,0.25],"n":1}' and expected[1e-7] == b'{"k":[1e-7,0.25],"n":1e-7}'
     monkeypatch.undo()
-    beyond = [0.00009999, 1e-7, 5e-324, 1e16, 1.5e16, 1e300, -1e21]
-    for number in beyond:
-        assert canonical_text({"n": number}) is None
-        assert canonical({"n": number}) == rfc8785.dumps({"n": number})
+    for refused in (float("nan"), float("inf")):
+        with pytest.raises(TypeError):
+            canonical({"n": refused})
 
 
 @settings(max_examples=400, deadline=None)

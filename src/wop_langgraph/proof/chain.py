@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -94,6 +96,7 @@ _fast = _c_encoder() or _fast
 #: passes through to its ``default``, which it has none of: refused.
 _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _orjson_dumps = orjson.dumps
+_fragment = orjson.Fragment
 
 
 def canonical_text(value: Any) -> str | None:
@@ -108,9 +111,10 @@ def canonical_text(value: Any) -> str | None:
 
 
 #: What :func:`_kind` finds in a value: nothing that ``json`` writes otherwise than RFC 8785
-#: does; floats, all of which ``json`` writes as RFC 8785 does; floats of which some are
-#: integral (RFC 8785 writes ``1.0`` as ``1``); something else, which ``rfc8785`` writes.
-_PLAIN, _REPR_FLOATS, _INTEGRAL_FLOATS, _OTHER = range(4)
+#: does; floats, all of which ``json`` writes as RFC 8785 does; floats of which some ``json``
+#: writes otherwise (``1.0``, ``1e-05``: RFC 8785's ``1``, ``0.00001``); something else, which
+#: ``rfc8785`` writes.
+_PLAIN, _REPR_FLOATS, _RESPELT_FLOATS, _OTHER = range(4)
 #: ``json`` writes a float as ``repr`` does, without an exponent from 1e-4 up to 1e16, and
 #: there ``rfc8785`` writes ``repr``'s text as it is, but for an integral float's ``.0`` (it
 #: formats ``str(f)``: ECMAScript's shortest round-trip digits are ``repr``'s).
@@ -140,8 +144,8 @@ def _kind(value: Any, text: str) -> int:
     floats), is RFC 8785's too: ``_PLAIN`` where ``value`` holds no float, no integer of 22
     digits or more and no key with a character beyond the Basic Multilingual Plane;
     ``_REPR_FLOATS`` where it also holds floats, all from 1e-4 up to 1e16 and none integral
-    (``json``'s text is then RFC 8785's); ``_INTEGRAL_FLOATS`` where some of those are
-    integral; else ``_OTHER``.
+    (``json``'s text is then RFC 8785's); ``_RESPELT_FLOATS`` where some finite floats are not
+    of those; else ``_OTHER``.
 
     The numbers are found by walking the value, not by scanning the text: a walk costs a few
     steps per value, where a regular expression cost tens of instructions per character, and
@@ -168,13 +172,13 @@ def _kind(value: Any, text: str) -> int:
             items += item
         elif kind is bool or item is None:
             continue
-        elif isinstance(item, float):  # (NaN and the infinities pass neither test)
-            if item.is_integer() and -_REPR_HIGH < item < _REPR_HIGH:
-                found = _INTEGRAL_FLOATS
-            elif _REPR_LOW <= abs(item) < _REPR_HIGH:
+        elif isinstance(item, float):
+            if _REPR_LOW <= abs(item) < _REPR_HIGH and not item.is_integer():
                 found = max(found, _REPR_FLOATS)
+            elif math.isfinite(item):
+                found = _RESPELT_FLOATS
             else:
-                return _OTHER
+                return _OTHER  # NaN, an infinity: not JSON, which rfc8785 says
         elif isinstance(item, int):  # a subclass (an IntEnum): written as its digits
             items.append(int(item))
         elif isinstance(item, dict):
@@ -197,24 +201,36 @@ def _beyond_the_bmp(text: str) -> bool:
     return len(text.encode("utf-16", "surrogatepass")) != 2 * len(text) + 2
 
 
-def _integral_floats_as_integers(value: Any) -> Any:
-    """``value`` with each float replaced by its integer where it is integral (RFC 8785 writes
-    ``1.0`` as ``1`` and ``-0.0`` as ``0``): for its canonical text, never to store."""
+def _floats_written(value: Any) -> Any:
+    """``value`` with each float replaced by RFC 8785's text of it, for ``orjson`` to write as
+    it is (a ``Fragment``: ``1`` for ``1.0``, ``1e-7``, ``0.00001`` for ``1e-05``): for its
+    canonical text, never to store (``1.0`` would read back as an integer)."""
     if isinstance(value, float):
-        return int(value) if value.is_integer() else value
+        return _fragment(_float_text(value))
     if isinstance(value, dict):
-        return {key: _integral_floats_as_integers(item) for key, item in value.items()}
+        return {key: _floats_written(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_integral_floats_as_integers(item) for item in value]
+        return [_floats_written(item) for item in value]
     return value
+
+
+def _float_text(number: float) -> str | bytes:
+    """RFC 8785's text of a finite float: ``repr``'s in its decimal range (see ``_REPR_LOW``),
+    without the ``.0`` of an integral one; ``rfc8785``'s elsewhere."""
+    if number.is_integer() and -_REPR_HIGH < number < _REPR_HIGH:
+        return str(int(number))  # (-0.0 as 0)
+    if _REPR_LOW <= abs(number) < _REPR_HIGH:
+        return repr(float(number))  # (a subclass's own repr aside)
+    return rfc8785.dumps(number)
 
 
 def canonical(value: Any) -> bytes:
     """The RFC 8785 canonical JSON bytes of ``value`` (with large integers: see above).
 
     JSON that ``json.dumps`` writes exactly as RFC 8785 does (see ``_fast``) takes that path
-    (the append is on the hot path), as does JSON whose only difference is integral floats in
-    ``json``'s range (written as their integers); anything else is canonicalised by ``rfc8785``.
+    (the append is on the hot path); JSON whose only difference is floats that ``json`` spells
+    otherwise is written by ``orjson`` with RFC 8785's text of each float; anything else is
+    canonicalised by ``rfc8785``.
 
     Raises:
         TypeError: ``value`` is not JSON (a non-string key, NaN, an object of another type).
@@ -224,8 +240,9 @@ def canonical(value: Any) -> bytes:
 
 def _canonical(value: Any, text: str | None, kind: int) -> bytes:
     """:func:`canonical` of ``value``, whose :func:`_written` gave ``text`` and ``kind``."""
-    if text is None and kind == _INTEGRAL_FLOATS:
-        text = _written(_integral_floats_as_integers(value))[0]
+    if text is None and kind == _RESPELT_FLOATS:
+        with suppress(TypeError):  # what orjson refuses (a key that is not a string): rfc8785
+            text = _orjson_dumps(_floats_written(value), option=_ORJSON_OPTIONS).decode()
     if text is not None:
         return text.encode()
     try:
@@ -326,7 +343,9 @@ def appended_digest(
     """
     canon, kind = _written(payload)
     if canon is None:
-        canon, text = _canonical(payload, canon, kind).decode(), json.dumps(payload)
+        canon = _canonical(payload, canon, kind).decode()
+        # (json's text of floats reads back as the same floats)
+        text = _fast(payload) if kind == _RESPELT_FLOATS else json.dumps(payload)
     else:
         text = canon
     return text, _digest(run_json, event_id, type, canon, wire_time, node_id, causation_id, schema_version)
