@@ -410,6 +410,17 @@ def test_any_real_number_is_a_threshold() -> None:
 # -- calibration from a real log: escalations plus a random audit sample -------------------------
 
 
+def test_wilson_interval_holds_the_rate_it_is_shown_beside() -> None:
+    """Exactly 1 when every reviewed decision agreed, 0 when none did (rounding made 10 of 10
+    end at 0.9999999999999999, below its rate), and the rate inside at every count."""
+    for trials in range(1, 400):
+        assert wilson_interval(trials, trials)[1] == 1.0
+        assert wilson_interval(0, trials)[0] == 0.0
+        for successes in range(trials + 1):
+            low, high = wilson_interval(successes, trials)
+            assert 0.0 <= low <= successes / trials <= high <= 1.0
+
+
 def test_wilson_interval_matches_published_values() -> None:
     assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
     assert wilson_interval(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)

@@ -247,7 +247,9 @@ def wilson_interval(successes: int, trials: int, z: float = 1.959963984540054) -
     denominator = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denominator
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # The interval holds p (exactly 1 or 0 at the ends, where rounding gave 0.9999999999999999
+    # for 10 of 10, or a few 1e-17 for 0 of 3): the rate it is shown beside never falls out.
+    return min(max(0.0, centre - half), p), max(min(1.0, centre + half), p)
 
 
 def calibration(decisions: Iterable[AgentDecision], *, agent_id: str | None = None) -> Calibration:
