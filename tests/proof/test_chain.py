@@ -239,9 +239,9 @@ def test_large_numbers_canonicalise_to_one_form_whatever_the_round_trip() -> Non
 def test_json_dumps_text_is_taken_as_canonical_exactly_where_rfc8785_writes_the_same() -> None:
     """The fast path (``json.dumps``'s text, stored and hashed as it is) is taken for digits
     inside strings, integers up to 21 digits, floats from 1e-4 up to 1e16 that are not
-    integral, characters up to U+FFFF in keys and any character in values; another float, a
-    22-digit integer anywhere or a key with a character beyond the BMP takes ``rfc8785``
-    instead (UTF-16 may sort it otherwise)."""
+    integral, characters up to U+FFFF in keys and any character in values; not for another
+    float (see the next test), a 22-digit integer anywhere or a key with a character beyond
+    the BMP (UTF-16 may sort it otherwise), which ``rfc8785`` writes."""
     plain: list[Any] = [
         {"at": "2026-01-01T12:00:00.123Z", "v": "1e+16", "ids": ["4e5f", "0.5"]},
         {"x": [{"y": 1.5}], "confidence": 0.42, "low": 0.0001, "high": -999999999999999.5},
@@ -280,8 +280,8 @@ def test_floats_take_the_fast_paths_and_what_is_stored_reads_back_as_themselves(
     """``json`` writes a float as ``repr`` does; from 1e-4 up to 1e16 that is RFC 8785's text
     (but for an integral float's ``.0``): such a payload is hashed and stored as ``json``
     writes it. Any other finite float (``1.0``, ``1e-05``, ``1e+16``) is hashed with RFC 8785's
-    text of it, written by ``orjson``, and stored as ``json.dumps`` writes it, so that it reads
-    back as a float. Neither asks ``rfc8785`` for more than a single float's text (its writer
+    text of it, written by ``orjson``, and stored as ``json`` writes it, so that it reads back
+    as a float. Neither asks ``rfc8785`` for more than a single float's text (its writer
     of a whole payload is ten times slower)."""
     repr_floats = [0.1, 0.0001, -0.0001, 0.5, 123456.789, 999999999999999.5, 1 / 3, 2**-10]
     respelt = [1.0, -1.0, 0.0, -0.0, 1e15, 9999999999999998.0, -123.0]
