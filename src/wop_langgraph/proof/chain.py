@@ -173,7 +173,7 @@ def _kind(value: Any, text: str) -> int:
         elif kind is bool or item is None:
             continue
         elif isinstance(item, float):
-            if _REPR_LOW <= abs(item) < _REPR_HIGH and not item.is_integer():
+            if _spelt_alike(item):
                 found = max(found, _REPR_FLOATS)
             elif math.isfinite(item):
                 found = _RESPELT_FLOATS
@@ -214,13 +214,18 @@ def _floats_written(value: Any) -> Any:
     return value
 
 
+def _spelt_alike(number: float) -> bool:
+    """Whether ``json`` writes ``number`` as RFC 8785 does (see ``_REPR_LOW``)."""
+    return _REPR_LOW <= abs(number) < _REPR_HIGH and not number.is_integer()
+
+
 def _float_text(number: float) -> str | bytes:
     """RFC 8785's text of a finite float: ``repr``'s in its decimal range (see ``_REPR_LOW``),
     without the ``.0`` of an integral one; ``rfc8785``'s elsewhere."""
+    if _spelt_alike(number):
+        return repr(float(number))  # (a subclass's own repr aside)
     if number.is_integer() and -_REPR_HIGH < number < _REPR_HIGH:
         return str(int(number))  # (-0.0 as 0)
-    if _REPR_LOW <= abs(number) < _REPR_HIGH:
-        return repr(float(number))  # (a subclass's own repr aside)
     return rfc8785.dumps(number)
 
 
