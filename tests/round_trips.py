@@ -69,8 +69,9 @@ def traffic() -> Iterator[dict[str, int]]:
     """How much psycopg sends within the block: ``statements``, ``commands`` (``BEGIN``,
     ``COMMIT`` ... sent on their own), ``pipelines`` (outermost pipeline blocks, one round trip
     each) and ``round_trips`` (statements and commands outside a pipeline, plus the pipelines,
-    plus one for each ``BEGIN`` a pipeline began with: psycopg sends it with a sync and waits
-    for its answer before the rest), filled in as the block ends."""
+    plus one for each ``BEGIN`` a pipeline began with on psycopg's own connection class, which
+    sends it with a sync and waits for its answer before the rest; the store's send it with the
+    statement, see ``store/pg_connection.py``), filled in as the block ends."""
     counts = {"statements": 0, "commands": 0, "pipelines": 0, "round_trips": 0}
     piped_sent = [0]
     piped_begins = [0]
@@ -92,8 +93,10 @@ def traffic() -> Iterator[dict[str, int]]:
         counts["commands"] += 1
         in_pipeline = piped(self)
         piped_sent[0] += in_pipeline
-        # (a savepoint's command is composed SQL, not bytes: never a BEGIN)
-        piped_begins[0] += in_pipeline and isinstance(cmd, bytes | bytearray) and cmd.startswith(b"BEGIN")
+        # (a savepoint's command is composed SQL, not bytes: never a BEGIN; on the store's
+        # connections a BEGIN goes out with the statement after it: no round trip of its own)
+        begin = isinstance(cmd, bytes | bytearray) and cmd.startswith(b"BEGIN")
+        piped_begins[0] += in_pipeline and begin and not getattr(self, "wop_begins_with_statement", False)
         return command(self, cmd, *args, **kwargs)
 
     @contextmanager

@@ -181,6 +181,17 @@ def test_receipts_benchmark_reports_sign_verify_and_a_large_run() -> None:
     assert "sign" in out and "verify" in out and "verify of a 300-event run" in out
 
 
+def test_pg_begin_benchmark_pairs_the_two_connection_classes() -> None:
+    server = ["--postgres", POSTGRES] if POSTGRES else []
+    out = _run("pg_begin.py", "--cycles", "2", "--warmup", "1", *server)
+    if not POSTGRES:
+        assert out == ""  # nothing to measure without a server (it says so on stderr)
+        return
+    assert "psycopg's  connections" in out and "store's    connections" in out and "paired ratios" in out
+    control = _run("pg_begin.py", "--cycles", "2", "--warmup", "1", "--control", "--postgres", POSTGRES)
+    assert "A/A control" in control and "psycopg's" not in control
+
+
 def test_chain_overhead_benchmark_reports_chain_on_and_off_ratios() -> None:
     """Same tree, chain on and off: every workload has its wall and CPU ratios; the run checks
     with a probe append after each switch that the chain is on or off as switched."""

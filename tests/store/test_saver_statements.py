@@ -79,7 +79,7 @@ def test_a_saver_cycle_on_postgresql_sends_sql_psycopg_never_parses(saver: SQLMo
     assert saver.get_tuple(config_of(thread)) is None
 
 
-def test_a_saver_transaction_begins_outside_a_pipeline(
+def test_a_saver_transaction_begins_with_its_first_statement(
     saver: SQLModelSaver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if saver.engine.dialect.name != "postgresql":
@@ -98,10 +98,10 @@ def test_a_saver_transaction_begins_outside_a_pipeline(
     monkeypatch.setattr(psycopg.Connection, "_exec_command", traced)
     with statements() as seen:
         saver.delete_thread(thread)  # two statements in BEGIN ... COMMIT
-    # psycopg sends its BEGIN and waits for the answer before the first statement, in a pipeline
-    # too (it syncs after BEGIN): a pipeline there saves no round trip, only costs system calls.
-    assert [(heads([c])[0], piped) for c, piped in commands] == [("BEGIN", False), ("COMMIT", False)]
-    assert [(in_transaction, piped) for _, in_transaction, piped in seen] == [(True, False), (True, False)]
+    # The BEGIN goes in the pipeline of the first statement (one round trip: see
+    # ``store/pg_connection.py``), the second statement and the COMMIT on their own.
+    assert [(heads([c])[0], piped) for c, piped in commands] == [("BEGIN", True), ("COMMIT", False)]
+    assert [(in_transaction, piped) for _, in_transaction, piped in seen] == [(True, True), (True, False)]
     assert saver.get_tuple(config_of(thread)) is None
 
 

@@ -11,7 +11,8 @@ the lock holding pooled connections, so a lock holder that waited for the pool w
 them. A SQLite file keeps SQLAlchemy's default pool (``QueuePool``, 5 connections + 10
 overflow, 30 s timeout); the sizes below are PostgreSQL's. PostgreSQL goes
 through psycopg 3 with a pooled connection, pinged before use (every time, or once it sat
-idle: ``ping_after_idle``).
+idle: ``ping_after_idle``), whose transactions begin with their first statement
+(:mod:`~wop_langgraph.store.pg_connection`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, DisconnectionError, IntegrityError
 from sqlalchemy.pool import QueuePool, StaticPool
+
+from wop_langgraph.store import pg_connection
 
 __all__ = [
     "READ_ONLY",
@@ -109,7 +112,21 @@ def make_engine(url: str | URL, *, ping_after_idle: float | None = None, **kwarg
     engine = create_engine(parsed, **options)
     if ping_after_idle is not None:
         _ping_when_idle(engine, ping_after_idle)
+    _connect_beginning_with_statement(engine)
     return engine
+
+
+def _connect_beginning_with_statement(engine: Engine) -> None:
+    """psycopg connections of :func:`~wop_langgraph.store.pg_connection.connection_class`: a
+    transaction's ``BEGIN`` goes with its first statement (when psycopg has what it needs)."""
+    connection_class = pg_connection.connection_class()
+    if connection_class is None or engine.dialect.driver != "psycopg":
+        return
+
+    def connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        return connection_class.connect(*cargs, **cparams)
+
+    event.listen(engine, "do_connect", connect)
 
 
 def _ping_when_idle(engine: Engine, seconds: float) -> None:

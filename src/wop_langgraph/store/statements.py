@@ -19,11 +19,12 @@ handling, as in ``execute``: wrapped in SQLAlchemy's exception types (a unique v
 :class:`sqlalchemy.exc.IntegrityError`), a lost connection invalidated, ``handle_error`` hooks
 called. On a bare connection they are the driver's, for its owner to handle. On psycopg every
 statement is compiled with PostgreSQL's own ``$n`` placeholders and sent on a raw cursor
-(:func:`_raw`). A transaction's first statement is not sent in a pipeline for its ``BEGIN``'s
-sake: psycopg (3.3) sends the ``BEGIN`` with a sync and waits for its answer before the
-statement even there, so the pipeline saved no round trip and cost every transaction about
-nine more system calls (``strace`` on one resolve: 6.8 sends and 10.7 polls for 4 round trips,
-against 4 and 4 without it).
+(:func:`_raw`). A transaction's first statement goes in a pipeline with its ``BEGIN`` on the
+store's connections (:mod:`~wop_langgraph.store.pg_connection`: one round trip where psycopg
+takes two); on another psycopg connection it does not, since psycopg waits for the ``BEGIN``'s
+answer before the statement even in a pipeline, where the pipeline saved no round trip and cost
+every transaction about nine more system calls (``strace`` on one resolve: 6.8 sends and 10.7
+polls for 4 round trips, against 4 and 4 without it).
 
 ``Connection.execute`` does a lot per call besides the statement: a compiled-cache lookup, an
 execution context, generic parameter processing, event dispatch, a result object. For a hot
@@ -79,6 +80,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 
 from wop_langgraph.store.engine import watches_statements
 from wop_langgraph.store.held import HeldWrite, store_ahead, storing
+from wop_langgraph.store.pg_connection import begins_with_statement
 
 __all__ = [
     "Compiled",
@@ -169,6 +171,9 @@ class Compiled:
                 with driver.pipeline():
                     for write in ahead:
                         write(cast(Connection, conn))
+                    cursor.execute(self.text, bound)
+            elif begins_with_statement(driver):
+                with driver.pipeline():  # the transaction's BEGIN and the statement: one round trip
                     cursor.execute(self.text, bound)
             else:
                 cursor.execute(self.text, bound)
