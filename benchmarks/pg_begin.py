@@ -29,6 +29,17 @@ from full_path import _host, _host_cycle
 from wop_langgraph.store import pg_connection
 
 
+def _host_on_psycopgs_class(url: str) -> Any:
+    """A host whose engine keeps psycopg's own connection class (the store reads the class it
+    uses once, as the engine is made)."""
+    store_class = pg_connection.connection_class
+    pg_connection.connection_class = lambda: None
+    try:
+        return _host(url)
+    finally:
+        pg_connection.connection_class = store_class
+
+
 def _driver_of(host: Any) -> Any:
     with host.engine.connect() as conn:
         return conn.connection.driver_connection
@@ -48,13 +59,7 @@ def main() -> int:
         return 0
     with contextlib.ExitStack() as stack:
         urls = [stack.enter_context(database("postgres", args.postgres)) for _ in range(2)]
-        store_class = pg_connection.connection_class
-        pg_connection.connection_class = lambda: None  # (read once, as the engine is made)
-        try:
-            psycopgs = _host(urls[0]) if not args.control else None
-        finally:
-            pg_connection.connection_class = store_class
-        first = psycopgs or _host(urls[0])
+        first = _host(urls[0]) if args.control else _host_on_psycopgs_class(urls[0])
         second = _host(urls[1])
         for host in (first, second):
             stack.callback(host.saver.close)

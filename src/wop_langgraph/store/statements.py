@@ -166,14 +166,12 @@ class Compiled:
         cursor = None
         try:
             cursor = self.cursor(driver)
-            if ahead:
-                # One round trip: the pipeline's end sends them all and waits for every result.
+            if ahead or begins_with_statement(driver):
+                # One round trip: the pipeline's end sends them all (and the transaction's BEGIN,
+                # if this statement begins it) and waits for every result.
                 with driver.pipeline():
                     for write in ahead:
                         write(cast(Connection, conn))
-                    cursor.execute(self.text, bound)
-            elif begins_with_statement(driver):
-                with driver.pipeline():  # the transaction's BEGIN and the statement: one round trip
                     cursor.execute(self.text, bound)
             else:
                 cursor.execute(self.text, bound)
