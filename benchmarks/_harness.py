@@ -46,6 +46,37 @@ def p50(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def paired_cycles(
+    cycles: tuple[Callable[[], None], Callable[[], None]],
+    count: int,
+    warmup: int,
+    before: tuple[Callable[[], None], Callable[[], None]] | None = None,
+) -> tuple[list[list[float]], float]:
+    """Run the two ``cycles`` alternately, one by one, ``count`` times each (the side that goes
+    first alternating too) after ``warmup`` unmeasured runs of each: each side's times (ms), and
+    the median of the paired ratios, the first side's time over the second's (above 1, the
+    second is quicker). The VM's drift, which moves a cycle by tens of percent within minutes,
+    falls on both sides alike. ``before``: each side's set-up, run untimed before each of its
+    cycles (a switch between the two sides, say)."""
+    ready = before or (_nothing, _nothing)
+    for _ in range(warmup):
+        for side in (0, 1):
+            ready[side]()
+            cycles[side]()
+    times: list[list[float]] = [[], []]
+    for n in range(count):
+        for side in (0, 1) if n % 2 == 0 else (1, 0):
+            ready[side]()
+            started = time.perf_counter()
+            cycles[side]()
+            times[side].append(1000 * (time.perf_counter() - started))
+    return times, statistics.median(a / b for a, b in zip(times[0], times[1], strict=True))
+
+
+def _nothing() -> None:
+    pass
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

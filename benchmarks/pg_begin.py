@@ -21,10 +21,9 @@ import contextlib
 import os
 import statistics
 import sys
-import time
 from typing import Any
 
-from _harness import POSTGRES_ENV, database
+from _harness import POSTGRES_ENV, database, paired_cycles
 from full_path import _host, _host_cycle
 from wop_langgraph.store import pg_connection
 
@@ -67,17 +66,7 @@ def main() -> int:
         begins = [store is not None and isinstance(_driver_of(host), store) for host in (first, second)]
         if begins != [args.control, True]:
             raise SystemExit(f"the hosts' connections are not the classes compared: {begins}")
-        cycles = [_host_cycle(first), _host_cycle(second)]
-        for _ in range(args.warmup):
-            for cycle in cycles:
-                cycle()
-        times: list[list[float]] = [[], []]
-        for n in range(args.cycles):
-            for side in (0, 1) if n % 2 == 0 else (1, 0):
-                started = time.perf_counter()
-                cycles[side]()
-                times[side].append(1000 * (time.perf_counter() - started))
-        ratio = statistics.median(a / b for a, b in zip(times[0], times[1], strict=True))
+        times, ratio = paired_cycles((_host_cycle(first), _host_cycle(second)), args.cycles, args.warmup)
     names = ("store's", "store's") if args.control else ("psycopg's", "store's")
     print(
         f"{args.cycles} paired full-path cycles on PostgreSQL (A/A control)"

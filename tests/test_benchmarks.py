@@ -8,6 +8,7 @@ benchmarks/README.md). PostgreSQL parts run when ``WOP_TEST_POSTGRES_URL`` is se
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import re
 import subprocess
@@ -192,15 +193,41 @@ def test_pg_begin_benchmark_pairs_the_two_connection_classes() -> None:
     assert "A/A control" in control and "psycopg's" not in control
 
 
+@pytest.mark.parametrize("change", ["held-rows", "rest-rides"])
+def test_cycle_changes_benchmark_pairs_a_cycle_before_and_with_a_change(change: str) -> None:
+    """Each database's paired ratio, and what the change removes a cycle: less with it (the
+    switch works), the same on both sides of the A/A control."""
+    server = ["--postgres", POSTGRES] if POSTGRES else []
+    out = _run("cycle_changes.py", "--change", change, "--cycles", "2", "--warmup", "1", *server)
+    lines = [line for line in out.splitlines() if "paired ratios" in line]
+    measured = {"held-rows": ["sqlite", "postgres"], "rest-rides": ["postgres"]}[change]
+    assert [line.split()[0] for line in lines] == [b for b in measured if POSTGRES or b == "sqlite"], out
+    for line in lines:
+        before, after = (float(n) for n in line.split(" a cycle ")[-1].split(";")[0].split(" / "))
+        assert after < before, line
+    if POSTGRES or change == "held-rows":
+        control = _run(
+            "cycle_changes.py", "--change", change, "--cycles", "2", "--warmup", "1", "--control", *server
+        )
+        assert "A/A control" in control
+        both = control.split(" a cycle ")[-1].split(";")[0].split(" / ")
+        assert both[0] == both[1], control
+
+
 def test_chain_overhead_benchmark_reports_chain_on_and_off_ratios() -> None:
-    """Same tree, chain on and off: every workload has its wall and CPU ratios; the run checks
-    with a probe append after each switch that the chain is on or off as switched."""
+    """Same tree, chain on and off: every workload has its wall and CPU ratios, then its paired
+    ratio; the run checks with a probe append after each switch that the chain is on or off as
+    switched."""
     args = ["--rounds", "2", "--operations", "10", "--warmup", "2", "--cycles", "1", "--cycles-warmup", "1"]
+    args += ["--paired", "3"]
     out = _run("chain_overhead.py", *args, *(["--postgres", POSTGRES] if POSTGRES else []))
     backends = ["sqlite", "postgres"] if POSTGRES else ["sqlite"]
-    for backend in backends:
+    sections = out.split("  paired: ")
+    assert len(sections) == len(backends) + 1, out
+    for backend, (rounds, paired) in zip(backends, itertools.pairwise(sections), strict=True):
         for workload in ("append1", "append3", "once", "in_tx", "scores", "full_path"):
-            assert re.search(rf"{backend} {workload}\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+[\d.]+x", out), out
+            assert re.search(rf"{backend} {workload}\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+[\d.]+x", rounds), out
+            assert re.search(rf"{backend} {workload}\s+[\d.]+\s+[\d.]+\s+[\d.]+x\s+\(us a call", paired), out
     assert "load average" in out
 
 

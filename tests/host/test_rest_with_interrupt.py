@@ -106,9 +106,9 @@ def test_a_resolution_committed_before_the_interrupts_transaction_is_delivered(
     tried: list[tuple[str, list[str], Any]] = []
     original = GraphDriver._rest_with_interrupt
 
-    def spied(self: GraphDriver, conn: Any, batch: Any) -> Any:
+    def spied(self: GraphDriver, conn: Any, batch: Any, resting: Any = None) -> Any:
         running = list(self._tasks.names.values()) if self._tasks is not None else []
-        tried.append((batch.task_path, running, original(self, conn, batch)))
+        tried.append((batch.task_path, running, original(self, conn, batch, resting)))
         return tried[-1][2]
 
     monkeypatch.setattr(GraphDriver, "_rest_with_interrupt", spied)
@@ -148,8 +148,8 @@ def test_with_a_sibling_still_running_the_rest_waits_for_the_streams_end(
     tried: list[tuple[str, Any]] = []
     original = GraphDriver._rest_with_interrupt
 
-    def spied(self: GraphDriver, conn: Any, batch: Any) -> Any:
-        tried.append((batch.task_path, original(self, conn, batch)))
+    def spied(self: GraphDriver, conn: Any, batch: Any, resting: Any = None) -> Any:
+        tried.append((batch.task_path, original(self, conn, batch, resting)))
         return tried[-1][1]
 
     monkeypatch.setattr(GraphDriver, "_rest_with_interrupt", spied)

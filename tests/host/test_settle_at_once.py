@@ -91,7 +91,7 @@ def test_a_resolution_awaiting_delivery_at_rest_is_delivered(
     the pass goes again and delivers it; the other gate still waits. (The rest after the
     stream: the one in the interrupt's transaction is taken by test_rest_with_interrupt.)"""
     _graphs.reset_counts()
-    monkeypatch.setattr(GraphDriver, "_rest_with_interrupt", lambda *_: None)
+    monkeypatch.setattr(GraphDriver, "_resting_with_interrupt", lambda *_: None)
     host = make_host()
     graph: Pregel = parallel_graph()
     host.register("parallel", graph)

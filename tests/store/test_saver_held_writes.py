@@ -2,20 +2,25 @@
 
 The saver hands a held save over as a :data:`~wop_langgraph.store.held.HeldWrite` and stores
 nothing; :func:`~wop_langgraph.store.held.storing` runs held saves in the transaction of any
-connection (on PostgreSQL in one pipeline), and they read back as the same saves made directly.
+connection (on PostgreSQL in one pipeline), a statement a table for the saves held next to each
+other, and they read back as the same saves made directly.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, func, select
 from tests.round_trips import statements
 from tests.store.conftest import make_checkpoint, new_thread
 
 from wop_langgraph.store import SQLModelSaver
-from wop_langgraph.store.held import HeldWrite, store_ahead, stored_ahead, storing
+from wop_langgraph.store.checkpoint_tables import checkpoint_writes_table, checkpoints_table
+from wop_langgraph.store.held import HeldRows, HeldWrite, run_held, store_ahead, stored_ahead, storing
 from wop_langgraph.store.recording import WriteBatch
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.statements import driver_statement
@@ -147,10 +152,9 @@ def test_a_batch_whose_recorder_stores_first_goes_with_what_it_stores(db_url: st
         ]
         if saver.engine.dialect.name == "postgresql":
             saves = [(s.split(" (")[0], piped) for s, _, piped in seen if s.startswith("INSERT INTO wop_")]
-            # The held saves, then the batch's own writes, all in one pipeline.
+            # The held saves, then the batch's own writes, all in one pipeline: a statement a
+            # table (two checkpoints; the first step's writes and the batch's).
             assert saves == [
-                ("INSERT INTO wop_checkpoints", True),
-                ("INSERT INTO wop_checkpoint_writes", True),
                 ("INSERT INTO wop_checkpoints", True),
                 ("INSERT INTO wop_checkpoint_writes", True),
             ], seen
@@ -198,8 +202,8 @@ def test_saves_stored_ahead_go_with_the_next_statement_or_as_the_block_ends(db_u
         thread, held = _held_saves(saver)
         with saver.engine.begin() as conn, statements() as seen, stored_ahead(conn, held):
             assert driver_statement(_RUNS).named(conn, {"any_run": "none"}) == []
-        if postgres:  # the saves, then the statement: one pipeline
-            assert len(seen) == 4 and all(piped for *_, piped in seen), seen
+        if postgres:  # the saves (a statement a table), then the statement: one pipeline
+            assert len(seen) == 3 and all(piped for *_, piped in seen), seen
         assert saver.get_tuple(_config(thread)).checkpoint["channel_values"] == {"n": 2}  # type: ignore[union-attr]
 
         thread, held = _held_saves(saver)
@@ -229,3 +233,112 @@ def test_saves_stored_ahead_never_go_in_a_savepoint(db_url: str) -> None:
         assert saver.get_tuple(_config(thread)).checkpoint["channel_values"] == {"n": 2}  # type: ignore[union-attr]
     finally:
         saver.close()
+
+
+@contextmanager
+def _holding_saver(db_url: str) -> Iterator[tuple[SQLModelSaver, Holding]]:
+    """A saver over ``db_url`` whose recorder holds every top-level save, and that recorder."""
+    recorder = Holding()
+    saver = SQLModelSaver.from_url(db_url, recorder=recorder)
+    saver.setup()
+    try:
+        yield saver, recorder
+    finally:
+        saver.close()
+
+
+def _stored(saver: SQLModelSaver, thread_id: str) -> tuple[list[Any], list[Any]]:
+    """The thread's checkpoint rows and write rows as stored, in key order."""
+    cps, writes = checkpoints_table, checkpoint_writes_table
+    with saver.engine.connect() as conn:
+        checkpoints = conn.execute(
+            select(cps.c.checkpoint_id, cps.c.parent_checkpoint_id, cps.c.checkpoint, cps.c.metadata)
+            .where(cps.c.thread_id == thread_id)
+            .order_by(cps.c.checkpoint_id)
+        ).all()
+        stored = conn.execute(
+            select(writes.c.checkpoint_id, writes.c.task_id, writes.c.idx, writes.c.channel, writes.c.blob)
+            .where(writes.c.thread_id == thread_id)
+            .order_by(writes.c.checkpoint_id, writes.c.task_id, writes.c.idx)
+        ).all()
+    return [tuple(r) for r in checkpoints], [tuple(r) for r in stored]
+
+
+def _saves_under_one_key(saver: SQLModelSaver, thread_id: str, checkpoint: Any) -> None:
+    """The same checkpoint put twice (the second replaces the first); writes of one task under
+    the same slots twice: an ordinary write (the first stays) and a special slot, the task's
+    error (the second replaces the first)."""
+    first = saver.put(_config(thread_id), checkpoint, {"step": 0}, {})
+    saver.put_writes(first, [("n", 2), ("__error__", "first failure")], "task-1")
+    saver.put_writes(first, [("n", 3), ("__error__", "second failure")], "task-1")
+    again = {**checkpoint, "channel_values": {"n": 5}}
+    saver.put(_config(thread_id), again, {"step": 0, "again": True}, {})  # type: ignore[arg-type]
+
+
+def test_held_saves_under_one_key_are_stored_as_saving_them_in_turn_stores_them(db_url: str) -> None:
+    plain = SQLModelSaver.from_url(db_url)
+    with _holding_saver(db_url) as (saver, recorder), contextlib.closing(plain):
+        held, direct = new_thread(), new_thread()
+        checkpoint = make_checkpoint({"n": 1})  # (one id for both threads, to compare their rows)
+        _saves_under_one_key(saver, held, checkpoint)
+        _saves_under_one_key(plain, direct, checkpoint)
+        assert len(recorder.held) == 4
+        with saver.engine.begin() as conn, statements() as seen:
+            storing(conn, [write for _, _, write in recorder.held])
+        if saver.engine.dialect.name == "postgresql":  # one statement a table
+            assert [s.split(" (")[0] for s, *_ in seen] == [
+                "INSERT INTO wop_checkpoints",
+                "INSERT INTO wop_checkpoint_writes",
+            ], seen
+        assert _stored(saver, held) == _stored(plain, direct)
+        saved = saver.get_tuple(_config(held))
+        assert saved is not None and saved.checkpoint["channel_values"] == {"n": 5}
+        assert saved.metadata["again"] is True
+        assert sorted((c, v) for _, c, v in saved.pending_writes or []) == [
+            ("__error__", "second failure"),
+            ("n", 2),
+        ]
+
+
+def test_held_saves_keep_their_order_around_other_writes(db_url: str) -> None:
+    """Rows merge only with the saves held next to them: a write between two saves sees the
+    first stored and not the second."""
+    with _holding_saver(db_url) as (saver, _):
+        thread, held = _held_saves(saver)
+        assert all(isinstance(write, HeldRows) for write in held)
+        first, writes, second = held
+        counted: list[int] = []
+        count = (
+            select(func.count()).select_from(checkpoints_table).where(checkpoints_table.c.thread_id == thread)
+        )
+
+        def between(conn: Connection) -> None:
+            counted.append(conn.execute(count).scalar_one())
+
+        with saver.engine.begin() as conn:
+            run_held(conn, [first, writes, between, second])
+            counted.append(conn.execute(count).scalar_one())
+        assert counted == [1, 2]
+        history = list(saver.list(_config(thread)))
+        assert [t.checkpoint["channel_values"] for t in history] == [{"n": 2}, {"n": 1}]
+
+
+def test_held_writes_beyond_one_statement_are_all_stored(db_url: str) -> None:
+    with _holding_saver(db_url) as (saver, recorder):
+        thread = new_thread()
+        first = saver.put(_config(thread), make_checkpoint({"n": 1}), {"step": 0}, {})
+        for task in ("task-1", "task-2"):  # 2 x 60 rows: more than one statement holds
+            saver.put_writes(first, [(f"c{i}", i) for i in range(60)], task)
+        with saver.engine.begin() as conn, statements() as seen:
+            storing(conn, [write for _, _, write in recorder.held])
+        if saver.engine.dialect.name == "postgresql":
+            assert [s.split(" (")[0] for s, *_ in seen] == [
+                "INSERT INTO wop_checkpoints",
+                "INSERT INTO wop_checkpoint_writes",
+                "INSERT INTO wop_checkpoint_writes",
+            ], seen
+        saved = saver.get_tuple(_config(thread))
+        assert saved is not None
+        assert sorted((t, c, v) for t, c, v in saved.pending_writes or []) == sorted(
+            (t, f"c{i}", i) for t in ("task-1", "task-2") for i in range(60)
+        )

@@ -75,10 +75,13 @@ from wop_langgraph.store.run_passes import (
     rest_at_oldest_interrupt,
     rest_params,
     rest_run,
+    rested_row,
+    resting_at_oldest_interrupt,
     start_pass,
 )
 from wop_langgraph.store.run_queue import Claim, ClaimedRun
 from wop_langgraph.store.runs import TERMINAL_STATUSES
+from wop_langgraph.store.statements import Reads
 
 __all__ = ["TERMINAL_STATUSES", "DriveSignal", "GraphDriver", "Pass", "jsonable", "needs_async"]
 
@@ -723,10 +726,21 @@ class GraphDriver:
             self.rested = rest_at_oldest_interrupt(conn, params, custom_statuses())
         return self.rested is not None
 
-    def _rest_with_interrupt(self, conn: Connection, batch: WriteBatch) -> Any:
+    def _rest_with_interrupt(self, conn: Connection, batch: WriteBatch, resting: Reads | None = None) -> Any:
         """In the transaction that records the interrupt of ``batch``, put the run to rest as
         :meth:`_rest_at_once` would after the stream, when nothing of this pass can come after
-        that transaction; returns the run's row if it did (one commit, and its WAL flush, fewer).
+        that transaction (:meth:`_resting_with_interrupt`); returns the run's row if it did.
+        ``resting``: that rest, sent in the round trip of the interrupt's statement, if it ran
+        there (its ``rows`` set): its outcome, with nothing more sent."""
+        if resting is not None and resting.rows is not None:
+            return rested_row(resting)
+        params = self._resting_with_interrupt(batch)
+        return None if params is None else rest_at_oldest_interrupt(conn, params, custom_statuses())
+
+    def _resting_with_interrupt(self, batch: WriteBatch) -> dict[str, Any] | None:
+        """The parameters of the rest that the transaction recording the interrupt of ``batch``
+        can make, as :meth:`_rest_at_once` would after the stream (one commit, and its WAL
+        flush, fewer), or ``None`` where something of this pass may come after that transaction.
 
         Nothing comes after it when the interrupting task is a node task of the top-level graph,
         streamed synchronously (every task of a step is streamed as started before any runs),
@@ -751,8 +765,7 @@ class GraphDriver:
         # held (or committed), so a sibling seen ended has its writes taken by now or waiting.
         if list(tasks.names.copy()) != [batch.task_id] or self._held.waiting() or self.signal.stop.is_set():
             return None
-        params = self._rest_params(claim, self.clock())
-        return rest_at_oldest_interrupt(conn, params, custom_statuses())
+        return self._rest_params(claim, self.clock())
 
     def _rest_params(self, claim: Claim, now: datetime) -> dict[str, Any]:
         """The parameters the rest statements share (see :func:`rest_params`)."""
@@ -920,9 +933,15 @@ class _TaskEnds:
                 self._driver._held.settled(dropped, committed=False)
             raise
 
-    def record(self, conn: Connection, batch: WriteBatch, ahead: NextAppend) -> None:
+    def resting(self, batch: WriteBatch) -> Reads | None:
+        params = self._driver._resting_with_interrupt(batch)
+        return None if params is None else resting_at_oldest_interrupt(params, custom_statuses())
+
+    def record(
+        self, conn: Connection, batch: WriteBatch, ahead: NextAppend, resting: Reads | None = None
+    ) -> None:
         self._driver._record_task_end(conn, batch, ahead)
-        rested = self._driver._rest_with_interrupt(conn, batch)
+        rested = self._driver._rest_with_interrupt(conn, batch, resting)
         if rested is not None:
             with self._guard:
                 self._resting[id(batch)] = (batch, rested)

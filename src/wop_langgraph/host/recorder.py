@@ -43,6 +43,8 @@ from wop_langgraph.store.interrupts import (
     waiting_params,
 )
 from wop_langgraph.store.recording import WriteBatch
+from wop_langgraph.store.run_passes import rested_row
+from wop_langgraph.store.statements import Reads
 
 __all__ = ["InterruptRecorder", "TaskWritesListener"]
 
@@ -58,9 +60,17 @@ class TaskWritesListener(Protocol):
         too); what it puts in ``ahead`` goes with the first append to the run's log made
         within."""
 
-    def record(self, conn: Connection, batch: WriteBatch, ahead: NextAppend) -> None:
+    def resting(self, batch: WriteBatch) -> Reads | None:
+        """Asked, inside the transaction of a batch with one interrupt, before it is recorded:
+        what to send in the round trip of the interrupt's own statement (the run's rest, say),
+        or ``None``; handed back to :meth:`record`, run (its ``rows`` set) or not."""
+
+    def record(
+        self, conn: Connection, batch: WriteBatch, ahead: NextAppend, resting: Reads | None = None
+    ) -> None:
         """Inside the batch's transaction, after its interrupts are recorded (its appends
-        given ``ahead``)."""
+        given ``ahead``); ``resting`` is what :meth:`resting` gave: its ``rows`` are set if it
+        ran with the interrupt's statement, and ``None`` if not (then it is as if it never ran)."""
 
     def one_append(self, batch: WriteBatch) -> bool:
         """Whether its part in recording ``batch`` (:meth:`opening` and :meth:`record`) is at
@@ -135,13 +145,22 @@ class InterruptRecorder:
         ahead = NextAppend(batch.thread_id) if ahead is None else ahead
         opening = self._task_listeners.get(batch.thread_id)
         with opening.opening(conn, batch, ahead) if opening is not None else nullcontext():
-            for value in batch.channel_values("__interrupt__"):
-                for item in value or ():
-                    if isinstance(item, Interrupt):
-                        self._record_one(conn, batch, item, ahead)
+            interrupts = [
+                item
+                for value in batch.channel_values("__interrupt__")
+                for item in value or ()
+                if isinstance(item, Interrupt)
+            ]
             listener = None if batch.checkpoint_ns else self._task_listeners.get(batch.thread_id)
+            # PostgreSQL: what the listener writes after one interrupt (the run's rest) goes in
+            # the round trip of the interrupt's statement.
+            resting = None
+            if listener is not None and len(interrupts) == 1 and conn.dialect.name == "postgresql":
+                resting = listener.resting(batch)
+            for item in interrupts:
+                self._record_one(conn, batch, item, ahead, resting)
             if listener is not None:
-                listener.record(conn, batch, ahead)
+                listener.record(conn, batch, ahead, resting)
 
     def committed(self, batch: WriteBatch) -> None:
         """Tell the run's listener that a batch it recorded has committed."""
@@ -161,7 +180,9 @@ class InterruptRecorder:
         listener = None if checkpoint_ns else self._task_listeners.get(thread_id)
         return listener is not None and listener.hold(write, batch)
 
-    def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt, ahead: NextAppend) -> None:
+    def _record_one(
+        self, conn: Connection, batch: WriteBatch, item: Interrupt, ahead: NextAppend, resting: Reads | None
+    ) -> None:
         if recorded_by_caller(batch.task_path, item.value):
             return
         run_id = batch.thread_id
@@ -211,8 +232,12 @@ class InterruptRecorder:
                 profiles=_profiles(item),
             )
             if conn.dialect.name == "postgresql":
-                # The insert, the run's wait and the events: one statement.
-                stored, inserted = _record_and_log(conn, record, waiting, now, ahead)
+                # The insert, the run's wait and the events: one statement (and ``resting``
+                # in its round trip, the first time).
+                stored, inserted = _record_and_log(conn, record, waiting, now, ahead, resting)
+                if resting is not None and not inserted and rested_row(resting) is None:
+                    resting.rows = None  # it rested nothing before the interrupt: as if not run
+                resting = None
             else:
                 stored, inserted = insert_interrupt(conn, record)
                 if inserted:
@@ -255,15 +280,20 @@ def _told(record: InterruptRecord) -> list[NewEvent]:
 
 
 def _record_and_log(
-    conn: Connection, record: InterruptRecord, waiting: dict[str, Any], now: datetime, ahead: NextAppend
+    conn: Connection,
+    record: InterruptRecord,
+    waiting: dict[str, Any],
+    now: datetime,
+    ahead: NextAppend,
+    then: Reads | None,
 ) -> tuple[InterruptRecord, bool]:
     """PostgreSQL: insert ``record`` and, if it was new, put its run to wait and log its events
-    (after what goes ``ahead``), in one statement; as :func:`insert_interrupt`, the stored
-    record and whether it was new."""
+    (after what goes ``ahead``), in one statement, with ``then`` in its round trip, whatever it
+    did; as :func:`insert_interrupt`, the stored record and whether it was new."""
     events = _told(record)
     try:
         row = append(
-            conn, record.run_id, events, now=now, gate=inserting_gate(record, waiting), ahead=ahead
+            conn, record.run_id, events, now=now, gate=inserting_gate(record, waiting), ahead=ahead, then=then
         ).row
     except RunLogClosed:
         # Stored, but nothing logged: an event to go first was logged already (a replay), or

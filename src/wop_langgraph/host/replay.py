@@ -28,6 +28,7 @@ from wop_langgraph.store.events import NextAppend, last_sequence, read_events
 from wop_langgraph.store.forks import ForkRecord, fork_of, node_outcomes_logged
 from wop_langgraph.store.interrupts import InterruptRecord, insert_interrupt, interrupts_of_run
 from wop_langgraph.store.recording import WriteBatch
+from wop_langgraph.store.statements import Reads
 
 __all__ = ["ForkAwareRecorder", "RecordedFailure", "ReplayRecord", "ReplaySourceMissing", "redeliver"]
 
@@ -113,10 +114,12 @@ class ForkAwareRecorder(InterruptRecorder):
         """``run_id`` was created as a plain run: it has no fork row, and never will."""
         self._forks._remember(run_id, None)
 
-    def _record_one(self, conn: Connection, batch: WriteBatch, item: Interrupt, ahead: NextAppend) -> None:
+    def _record_one(
+        self, conn: Connection, batch: WriteBatch, item: Interrupt, ahead: NextAppend, resting: Reads | None
+    ) -> None:
         fork = self._forks.get(conn, batch.thread_id)
         if fork is None or not fork.is_replay or recorded_by_caller(batch.task_path, item.value):
-            super()._record_one(conn, batch, item, ahead)
+            super()._record_one(conn, batch, item, ahead, resting)
             return
         known = interrupts_of_run(conn, fork.run_id)
         if any(r.lg_interrupt_id == item.id for r in known):
@@ -132,7 +135,7 @@ class ForkAwareRecorder(InterruptRecorder):
             # Asked again. A gate the source asked too was notified then: not a second time.
             self._quiet.on = source is not None
             try:
-                super()._record_one(conn, batch, item, ahead)
+                super()._record_one(conn, batch, item, ahead, resting)
             finally:
                 self._quiet.on = False
             return

@@ -9,20 +9,28 @@ keeps transactions short and serves both savers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from sqlalchemy import Connection
 
 from wop_langgraph.protocol.errors import ValidationError
 from wop_langgraph.store._saver_codec import CheckpointRow, WriteParams, WriteRow
-from wop_langgraph.store._saver_sql import WRITES_PER_STATEMENT, Compiled, Statements
+from wop_langgraph.store._saver_sql import (
+    CHECKPOINTS_PER_STATEMENT,
+    WRITES_PER_STATEMENT,
+    Compiled,
+    Statements,
+)
 from wop_langgraph.store._saver_tx import Tx
-from wop_langgraph.store.held import stored_with_held
+from wop_langgraph.store.held import HeldRows, stored_with_held
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
 
 __all__ = [
+    "CheckpointsInto",
     "PruneStrategy",
+    "WritesInto",
     "copy_thread",
     "delete_runs",
     "delete_thread",
@@ -101,21 +109,64 @@ def store_writes(
     :meth:`~wop_langgraph.store._saver_base.SaverBase.committing_asynchronously`.
     """
     asynchronously = asynchronously and recorder is None
-
-    def store(_: Connection | None = None) -> None:
+    stores_first = getattr(recorder, "stores_first", None)
+    if recorder is None or not (callable(stores_first) and stores_first(batch)):
         for start in range(0, len(rows), WRITES_PER_STATEMENT):
             chunk = rows[start : start + WRITES_PER_STATEMENT]
             tx.execute_bound(*sql.upsert_writes(chunk, asynchronously=asynchronously))
-
-    stores_first = getattr(recorder, "stores_first", None)
-    if recorder is None or not (callable(stores_first) and stores_first(batch)):
-        store()
         if recorder is not None:
             recorder.record(tx.connection, batch)
         return
-    # With the saves the recorder stores first (what a drive held), in their pipeline.
-    with stored_with_held(tx.connection, store):
+    # With the saves the recorder stores first (what a drive held), in their statements.
+    with stored_with_held(tx.connection, WritesInto(sql).held(rows)):
         recorder.record(tx.connection, batch)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointsInto:
+    """The checkpoints table, for saves held to store later (:class:`~wop_langgraph.store.held.
+    HeldRows` of :func:`store_checkpoint`'s parameters): several stored in one statement."""
+
+    sql: Statements
+
+    def held(self, params: Mapping[str, Any]) -> HeldRows:
+        """The save of one checkpoint (:func:`store_checkpoint`'s ``params``), to hold."""
+        return HeldRows(self, (params,))
+
+    def store(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Upsert ``rows`` in order: of two under one key, the later replaces the earlier, as
+        two upserts in turn would."""
+        latest = {(r["thread_id"], r["checkpoint_ns"], r["checkpoint_id"]): r for r in rows}
+        kept = list(latest.values())
+        tx = Tx.of(conn)
+        for start in range(0, len(kept), CHECKPOINTS_PER_STATEMENT):
+            tx.execute_bound(*self.sql.upsert_checkpoints(kept[start : start + CHECKPOINTS_PER_STATEMENT]))
+
+
+@dataclass(frozen=True, slots=True)
+class WritesInto:
+    """The writes table, for saves held to store later (:class:`~wop_langgraph.store.held.
+    HeldRows` of :func:`store_writes`'s rows): several batches stored in one statement."""
+
+    sql: Statements
+
+    def held(self, rows: Sequence[WriteParams]) -> HeldRows:
+        """The save of one batch of writes (:func:`store_writes`'s ``rows``), to hold."""
+        return HeldRows(self, rows)
+
+    def store(self, conn: Connection, rows: Sequence[WriteParams]) -> None:
+        """Upsert ``rows`` in order, as batch after batch would: of two under one key, an
+        ordinary write keeps the earlier (later ones are no-ops), a special slot (negative
+        ``idx``) the later."""
+        kept: dict[tuple[Any, ...], WriteParams] = {}
+        for row in rows:
+            key = tuple(row[:5])  # thread, namespace, checkpoint, task, idx
+            if row[4] < 0 or key not in kept:
+                kept[key] = row
+        unique = list(kept.values())
+        tx = Tx.of(conn)
+        for start in range(0, len(unique), WRITES_PER_STATEMENT):
+            tx.execute_bound(*self.sql.upsert_writes(unique[start : start + WRITES_PER_STATEMENT]))
 
 
 def delete_thread(tx: Tx, sql: Statements, thread_id: str) -> None:

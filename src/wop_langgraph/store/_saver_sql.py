@@ -50,6 +50,7 @@ from wop_langgraph.store.checkpoint_tables import checkpoints_table as C
 from wop_langgraph.store.statements import Compiled, compile_statement
 
 __all__ = [
+    "CHECKPOINTS_PER_STATEMENT",
     "CONTROL_CHANNELS",
     "INTERRUPT",
     "NULL_TASK_ID",
@@ -68,6 +69,8 @@ NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 CONTROL_CHANNELS = frozenset({"__error__", "__error_source_node__", INTERRUPT, "__resume__"})
 #: Most write rows stored by one statement (9 binds each: within SQLite's oldest limit of 999).
 WRITES_PER_STATEMENT = 100
+#: Most checkpoints stored by one statement (8 binds each: within SQLite's oldest limit of 999).
+CHECKPOINTS_PER_STATEMENT = 100
 #: PostgreSQL: returned by a write statement run in autocommit, makes its commit asynchronous
 #: (``synchronous_commit`` off for its own transaction only, set before the commit reads it):
 #: the commit returns without waiting for the WAL flush. See
@@ -149,14 +152,7 @@ class Statements:
 
         values: dict[str, Any] = {c.name: bindparam(c.name) for c in C.columns}
         values["metadata"] = self._json_param("metadata")
-        upsert_checkpoint = insert(C).values(values)
-        upsert_checkpoint = upsert_checkpoint.on_conflict_do_update(
-            index_elements=list(C.primary_key.columns),
-            set_={
-                name: upsert_checkpoint.excluded[name]
-                for name in ("parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata")
-            },
-        )
+        upsert_checkpoint = _on_conflict_of_checkpoints(insert(C).values(values))
         self.upsert_checkpoint = sql(upsert_checkpoint)
         self.upsert_checkpoint_asynchronously = (
             sql(upsert_checkpoint.returning(_COMMIT_ASYNCHRONOUSLY))
@@ -164,6 +160,7 @@ class Statements:
             else self.upsert_checkpoint
         )
         self._insert = insert
+        self._upsert_checkpoints: dict[int, Compiled] = {1: self.upsert_checkpoint}
         # By row count, and whether the statement commits asynchronously.
         self._upsert_writes: dict[tuple[int, bool], tuple[Compiled, list[Any] | None]] = {}
 
@@ -255,6 +252,30 @@ class Statements:
         self.delete_checkpoint = sql(delete(C).where(_key(C)))
         self.delete_checkpoint_writes = sql(delete(W).where(_key(W)))
         self.orphan_checkpoint = sql(update(C).where(_key(C)).values(parent_checkpoint_id=null()))
+
+    def upsert_checkpoints(self, rows: Sequence[Mapping[str, Any]]) -> tuple[Compiled, Any]:
+        """One statement storing up to :data:`CHECKPOINTS_PER_STATEMENT` checkpoints (each row
+        as :attr:`upsert_checkpoint` takes its parameters), and its parameters laid out for the
+        driver. Each replaces a checkpoint stored before under its key; the rows must have
+        distinct keys (PostgreSQL refuses to update one row twice in a statement)."""
+        count = len(rows)
+        compiled = self._upsert_checkpoints.get(count)
+        if compiled is None:
+            compiled = self._upsert_checkpoints.setdefault(count, self._compile_upsert_checkpoints(count))
+        if count == 1:
+            return compiled, compiled.bind(rows[0])
+        return compiled, compiled.bind(
+            {f"{name}_{i}": value for i, row in enumerate(rows) for name, value in row.items()}
+        )
+
+    def _compile_upsert_checkpoints(self, count: int) -> Compiled:
+        rows = []
+        for i in range(count):
+            values: dict[str, Any] = {c.name: bindparam(f"{c.name}_{i}") for c in C.columns}
+            values["metadata"] = self._json_param(f"metadata_{i}")
+            rows.append(values)
+        statement = self._insert(C).values(rows)
+        return compile_statement(_on_conflict_of_checkpoints(statement), self.dialect, driver_form=True)
 
     def upsert_writes(
         self, rows: Sequence[Sequence[Any]], *, asynchronously: bool = False
@@ -398,6 +419,17 @@ def _row_binds(values: Sequence[Any]) -> dict[str, Any]:
     """The writes upsert's row parameters (``<column>_<i>``) holding ``values``, row by row."""
     names = [c.name for c in W.columns]
     return {f"{names[i % len(names)]}_{i // len(names)}": value for i, value in enumerate(values)}
+
+
+def _on_conflict_of_checkpoints(statement: Any) -> Any:
+    """The checkpoint upsert's conflict rule: the row stored last replaces the one before."""
+    return statement.on_conflict_do_update(
+        index_elements=list(C.primary_key.columns),
+        set_={
+            name: statement.excluded[name]
+            for name in ("parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata")
+        },
+    )
 
 
 def _on_conflict_of_writes(statement: Any) -> Any:

@@ -7,18 +7,30 @@ round trip for all of them, however many), elsewhere one after the other. A save
 transaction itself can go with them (:func:`stored_with_held`). :func:`stored_ahead` goes
 further on PostgreSQL: the saves wait for the next statement run on the driver in that
 transaction (a :class:`~wop_langgraph.store.statements.DriverStatement`) and go in its
-pipeline, so the saves cost no round trip of their own.
+pipeline, so the saves cost no round trip of their own. Wherever they run, the saves of rows
+into one table held next to each other (:class:`HeldRows`: the saver's checkpoints, its task
+writes) go in one statement a table (:func:`run_held`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import cast
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
 
 from sqlalchemy import Connection
 
-__all__ = ["HeldWrite", "store_ahead", "stored_ahead", "stored_with_held", "storing"]
+__all__ = [
+    "HeldRows",
+    "HeldWrite",
+    "RowsInto",
+    "run_held",
+    "store_ahead",
+    "stored_ahead",
+    "stored_with_held",
+    "storing",
+]
 
 #: ``conn.info`` key: a save of the transaction waiting to go with what :func:`storing` stores.
 _JOINING_KEY = "wop_held_joining"
@@ -30,6 +42,46 @@ _AHEAD_KEY = "wop_held_ahead"
 HeldWrite = Callable[[Connection], None]
 
 
+class RowsInto(Hashable, Protocol):
+    """Where :class:`HeldRows` go: one table, and how rows are stored in it."""
+
+    def store(self, conn: Connection, rows: Sequence[Any]) -> None:
+        """Store ``rows`` (those of one save, or of several in the order they were made) in
+        ``conn``'s transaction, as storing each save's rows in turn would leave the table."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldRows:
+    """A save of rows into one table: a :data:`HeldWrite` that :func:`run_held` stores in one
+    statement with the saves into the same table held next to it."""
+
+    into: RowsInto
+    rows: Sequence[Any]
+
+    def __call__(self, conn: Connection) -> None:
+        self.into.store(conn, self.rows)
+
+
+def run_held(conn: Connection, writes: Sequence[HeldWrite]) -> None:
+    """Run ``writes`` in ``conn``'s transaction, as running each in turn would: the rows of
+    :class:`HeldRows` held next to each other go to their tables together, a statement a table
+    (each table's rows stored as its ``into`` merges them; tables apart, their order is moot)."""
+    merged: dict[RowsInto, list[Any]] = {}
+    for write in writes:
+        if isinstance(write, HeldRows):
+            merged.setdefault(write.into, []).extend(write.rows)
+            continue
+        _store_merged(conn, merged)
+        write(conn)
+    _store_merged(conn, merged)
+
+
+def _store_merged(conn: Connection, merged: dict[RowsInto, list[Any]]) -> None:
+    for into, rows in merged.items():
+        into.store(conn, rows)
+    merged.clear()
+
+
 def storing(conn: Connection, writes: Sequence[HeldWrite]) -> None:
     """Run ``writes`` in order in ``conn``'s (open) transaction; on PostgreSQL pipelined. A save
     waiting to go with them (:func:`stored_with_held`) goes last."""
@@ -39,14 +91,12 @@ def storing(conn: Connection, writes: Sequence[HeldWrite]) -> None:
     if not writes:
         return
     if conn.dialect.name != "postgresql" or len(writes) == 1:
-        for write in writes:
-            write(conn)
+        run_held(conn, writes)
         return
     driver = conn.connection.driver_connection
     assert driver is not None  # an open connection's
     with driver.pipeline():
-        for write in writes:
-            write(conn)
+        run_held(conn, writes)
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from wop_langgraph.protocol.snapshot import waiting_status_for
 from wop_langgraph.store.engine import one_statement
 from wop_langgraph.store.run_tables import event_counters_table, events_table, interrupts_table, runs_table
 from wop_langgraph.store.runs import unfinished
-from wop_langgraph.store.statements import driver_statement
+from wop_langgraph.store.statements import Reads, driver_statement
 
 __all__ = [
     "dequeue",
@@ -34,6 +34,8 @@ __all__ = [
     "rest_at_oldest_interrupt",
     "rest_params",
     "rest_run",
+    "rested_row",
+    "resting_at_oldest_interrupt",
     "start_pass",
 ]
 
@@ -98,6 +100,22 @@ def rest_at_oldest_interrupt(
     the waiting statuses of the kinds a host added, ``wop_langgraph.kinds``).
     """
     return _first(driver_statement(_rest_unless_work_statement(custom_statuses)).named(conn, params))
+
+
+def resting_at_oldest_interrupt(
+    params: dict[str, Any], custom_statuses: tuple[tuple[str, str], ...] = ()
+) -> Reads:
+    """:func:`rest_at_oldest_interrupt`, to send in another statement's round trip (an
+    append's ``then``): its run's row is then :func:`rested_row` of what this returns."""
+    return Reads([(driver_statement(_rest_unless_work_statement(custom_statuses)), params)])
+
+
+def rested_row(resting: Reads | None) -> Any:
+    """The run's row as :func:`resting_at_oldest_interrupt`'s statement put it to rest; ``None``
+    when that statement wrote nothing, or has not run."""
+    if resting is None or resting.rows is None:
+        return None
+    return _first(resting.rows[0])
 
 
 def end_params(

@@ -79,7 +79,7 @@ from sqlalchemy.sql import ClauseElement, Executable
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from wop_langgraph.store.engine import watches_statements
-from wop_langgraph.store.held import HeldWrite, store_ahead, storing
+from wop_langgraph.store.held import HeldWrite, run_held, store_ahead, storing
 from wop_langgraph.store.pg_connection import begins_with_statement
 
 __all__ = [
@@ -170,8 +170,7 @@ class Compiled:
                 # One round trip: the pipeline's end sends them all (and the transaction's BEGIN,
                 # if this statement begins it) and waits for every result.
                 with driver.pipeline():
-                    for write in ahead:
-                        write(cast(Connection, conn))
+                    run_held(cast(Connection, conn), ahead)
                     cursor.execute(self.text, bound)
             else:
                 cursor.execute(self.text, bound)
@@ -454,8 +453,7 @@ def named_together(
     cursors: list[Any] = []
     try:
         with driver.pipeline():  # its end sends them all and waits for every result
-            for write in ahead:
-                write(conn)
+            run_held(conn, ahead)
             for (c, _), values in zip(compiled, bound, strict=True):
                 cursors.append(c.execute(driver, values, conn))
             for send in also:
