@@ -12,7 +12,10 @@ and the median of 12 ratios by several points); each ratio is the median of the 
 process's CPU time (steady on a loaded machine; on PostgreSQL it leaves the server's share
 out, where ``sha256`` of the chain runs). The workloads: ``append.py``'s modes (``append1``,
 ``append3``, ``once``, ``in_tx``, ``scores``) and ``full_path.py``'s WopHost cycle (create, suspend at
-the gate, resolve, complete)::
+the gate, resolve, complete). Then every workload once more, paired (``--paired`` calls a side,
+0 for none): its calls (an append, a transaction of ``in_tx``'s 50, a cycle) alternate one by
+one, chain off and on, and the ratio is the median of the paired calls' ratios, which the VM's
+drift (tens of percent within minutes) moves far less than a ratio of rounds::
 
     python benchmarks/chain_overhead.py --rounds 12
     python benchmarks/chain_overhead.py --postgres postgresql://postgres@127.0.0.1:5432/test
@@ -70,9 +73,11 @@ def _backend(backend: str, postgres: str | None) -> Iterator[tuple[str, str]]:
 
 def _workloads(
     append_url: str, full_url: str, stack: contextlib.ExitStack
-) -> tuple[dict[str, Workload], Callable[[bool], None]]:
-    """The workloads over the two databases, and ``side(on)``, which switches the chain on or
-    off and checks with an append that it is."""
+) -> tuple[dict[str, Workload], dict[str, Workload], Callable[[bool], None]]:
+    """The workloads over the two databases; the append modes once more, over runs of their
+    own (for the paired measurement: a run is appended to with the chain on, or off, never
+    both, as in the rounds); and ``side(on)``, which switches the chain on or off and checks
+    with an append that it is."""
     import _chain_switch
     import full_path
     from append import modes
@@ -85,6 +90,7 @@ def _workloads(
     stack.callback(engine.dispose)
     upgrade(engine)
     workloads: dict[str, Workload] = dict(modes(engine))
+    others: dict[str, Workload] = dict(modes(engine))
     host = full_path._host(full_url)
     stack.callback(host.saver.close)
     cycle = full_path._host_cycle(host)
@@ -94,7 +100,7 @@ def _workloads(
             cycle()
         return n
 
-    workloads["full_path"] = full
+    workloads["full_path"] = others["full_path"] = full
     probes = iter(range(1 << 30))
 
     def side(on: bool) -> None:
@@ -105,7 +111,7 @@ def _workloads(
         if (probe.chain_hash == GENESIS) == on:
             raise AssertionError(f"the chain is not {'on' if on else 'off'} as switched")
 
-    return workloads, side
+    return workloads, others, side
 
 
 def _timed(run: Workload, n: int) -> tuple[float, float]:
@@ -130,7 +136,7 @@ def in_process(args: argparse.Namespace) -> int:
     )
     for backend in backends:
         with _backend(backend, args.postgres) as urls, contextlib.ExitStack() as stack:
-            workloads, _side = _workloads(*urls, stack)
+            workloads, others, _side = _workloads(*urls, stack)
             for name, run in workloads.items():
                 if name == "full_path" and args.skip_full_path:
                     continue
@@ -159,9 +165,42 @@ def in_process(args: argparse.Namespace) -> int:
                     f"  {backend + ' ' + name:24s} {on_wall:10.1f} {off_wall:10.1f} {ratio_wall:5.2f}x "
                     f"{ratio_cpu:5.2f}x  ({on_cpu:.1f}/{off_cpu:.1f}; {verdict} the {TARGET}x target)"
                 )
+            if args.paired:
+                print(
+                    f"  paired: {args.paired} calls a side, chain off and on alternating one by one "
+                    "(an append, a transaction of in_tx's, a cycle); median of the paired ratios"
+                )
+                for name, run in workloads.items():
+                    if name != "full_path" or not args.skip_full_path:
+                        _paired(f"{backend} {name}", (others[name], run), args.paired)
     after = os.getloadavg()
     print(f"  load average after: {after[0]:.2f} {after[1]:.2f} {after[2]:.2f}")
     return 0
+
+
+def _paired(label: str, runs: tuple[Workload, Workload], count: int) -> None:
+    """``runs`` (chain off, chain on) called alternately one by one, a unit of work each call,
+    ``count`` times a side: the median of the paired ratios (off/on time, that is on/off
+    throughput), which the VM's drift moves far less than a ratio of rounds."""
+    import _chain_switch
+    from _harness import paired_cycles
+
+    off, on = runs
+    try:
+        times, ratio = paired_cycles(
+            (lambda: off(1) and None, lambda: on(1) and None),
+            count,
+            max(count // 10, 3),
+            before=(_chain_switch.chain_off, _chain_switch.chain_on),
+        )
+    finally:
+        _chain_switch.chain_on()
+    off_ms, on_ms = (statistics.median(t) for t in times)
+    verdict = "meets" if ratio >= TARGET else "BELOW"
+    print(
+        f"  {label:24s} {on_ms * 1e3:10.1f} {off_ms * 1e3:10.1f} {ratio:5.2f}x         "
+        f"(us a call; {verdict} the {TARGET}x target)"
+    )
 
 
 # -- against another tree, in child processes -------------------------------------------------
@@ -237,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cycles-warmup", type=int, default=3, help="unmeasured cycles per side first")
     parser.add_argument("--postgres", default=None, help="a PostgreSQL server URL (default: SQLite only)")
     parser.add_argument("--skip-full-path", action="store_true")
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=300,
+        help="then each workload's calls a side, chain off and on alternating one by one (0: none)",
+    )
     parser.add_argument(
         "--baseline-src", type=Path, default=None, help="compare against this src/ (another tree) instead"
     )
