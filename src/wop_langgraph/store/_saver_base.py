@@ -43,7 +43,7 @@ from wop_langgraph.store._saver_tx import ConnectionLost, Database, Tx, driver_e
 from wop_langgraph.store.appended import release_signals
 from wop_langgraph.store.engine import configure_sqlite, is_sqlite, make_engine, normalize_url
 from wop_langgraph.store.events import NextAppend, RideNotTaken
-from wop_langgraph.store.held import HeldRows
+from wop_langgraph.store.held import HeldRows, RowsInto
 from wop_langgraph.store.migrations import upgrade
 from wop_langgraph.store.recording import WriteBatch, WriteRecorder
 
@@ -309,7 +309,7 @@ class SaverBase(BaseCheckpointSaver[str]):
         before_put = getattr(self.recorder, "before_put", None)
         if callable(before_put):
             before_put(params["thread_id"], params["checkpoint_ns"])
-        if not self._held(params["thread_id"], params["checkpoint_ns"], None, self._checkpoints.held(params)):
+        if not self._held(params["thread_id"], params["checkpoint_ns"], None, self._checkpoints, (params,)):
             self._run(_WRITE_ONE, "put", ops.store_checkpoint, params, _ASYNCHRONOUS_COMMITS.get())
         return {
             "configurable": {
@@ -341,7 +341,7 @@ class SaverBase(BaseCheckpointSaver[str]):
         recorder = self.recorder
         wanted = recorder is not None and _wants(recorder, batch)
         if (recorder is None or not wanted or _one_append(recorder, batch)) and self._held(
-            thread_id, checkpoint_ns, batch, self._writes.held(rows)
+            thread_id, checkpoint_ns, batch, self._writes, rows
         ):
             return
         if recorder is None or not wanted:
@@ -358,10 +358,18 @@ class SaverBase(BaseCheckpointSaver[str]):
         if callable(committed):
             committed(batch)
 
-    def _held(self, thread_id: str, checkpoint_ns: str, batch: WriteBatch | None, write: HeldRows) -> bool:
-        """Whether the recorder kept this save (``write``) to store later (its optional ``hold``)."""
+    def _held(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        batch: WriteBatch | None,
+        into: RowsInto,
+        rows: Sequence[Any],
+    ) -> bool:
+        """Whether the recorder kept this save (``rows`` into ``into``) to store later (its
+        optional ``hold``)."""
         hold = getattr(self.recorder, "hold", None)
-        return callable(hold) and bool(hold(thread_id, checkpoint_ns, write, batch))
+        return callable(hold) and bool(hold(thread_id, checkpoint_ns, HeldRows(into, rows), batch))
 
     def _store_riding(self, rows: builtins.list[Any], recorder: WriteRecorder, batch: WriteBatch) -> bool:
         """PostgreSQL: store the batch in the statement of the one append its recorder makes, in

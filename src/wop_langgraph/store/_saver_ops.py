@@ -111,15 +111,22 @@ def store_writes(
     asynchronously = asynchronously and recorder is None
     stores_first = getattr(recorder, "stores_first", None)
     if recorder is None or not (callable(stores_first) and stores_first(batch)):
-        for start in range(0, len(rows), WRITES_PER_STATEMENT):
-            chunk = rows[start : start + WRITES_PER_STATEMENT]
-            tx.execute_bound(*sql.upsert_writes(chunk, asynchronously=asynchronously))
+        _upsert_writes(tx, sql, rows, asynchronously)
         if recorder is not None:
             recorder.record(tx.connection, batch)
         return
     # With the saves the recorder stores first (what a drive held), in their statements.
-    with stored_with_held(tx.connection, WritesInto(sql).held(rows)):
+    with stored_with_held(tx.connection, HeldRows(WritesInto(sql), rows)):
         recorder.record(tx.connection, batch)
+
+
+def _upsert_writes(
+    tx: Tx, sql: Statements, rows: Sequence[WriteParams], asynchronously: bool = False
+) -> None:
+    """Upsert ``rows`` (distinct keys), :data:`WRITES_PER_STATEMENT` a statement."""
+    for start in range(0, len(rows), WRITES_PER_STATEMENT):
+        chunk = rows[start : start + WRITES_PER_STATEMENT]
+        tx.execute_bound(*sql.upsert_writes(chunk, asynchronously=asynchronously))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +135,6 @@ class CheckpointsInto:
     HeldRows` of :func:`store_checkpoint`'s parameters): several stored in one statement."""
 
     sql: Statements
-
-    def held(self, params: Mapping[str, Any]) -> HeldRows:
-        """The save of one checkpoint (:func:`store_checkpoint`'s ``params``), to hold."""
-        return HeldRows(self, (params,))
 
     def store(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Upsert ``rows`` in order: of two under one key, the later replaces the earlier, as
@@ -150,10 +153,6 @@ class WritesInto:
 
     sql: Statements
 
-    def held(self, rows: Sequence[WriteParams]) -> HeldRows:
-        """The save of one batch of writes (:func:`store_writes`'s ``rows``), to hold."""
-        return HeldRows(self, rows)
-
     def store(self, conn: Connection, rows: Sequence[WriteParams]) -> None:
         """Upsert ``rows`` in order, as batch after batch would: of two under one key, an
         ordinary write keeps the earlier (later ones are no-ops), a special slot (negative
@@ -163,10 +162,7 @@ class WritesInto:
             key = tuple(row[:5])  # thread, namespace, checkpoint, task, idx
             if row[4] < 0 or key not in kept:
                 kept[key] = row
-        unique = list(kept.values())
-        tx = Tx.of(conn)
-        for start in range(0, len(unique), WRITES_PER_STATEMENT):
-            tx.execute_bound(*self.sql.upsert_writes(unique[start : start + WRITES_PER_STATEMENT]))
+        _upsert_writes(Tx.of(conn), self.sql, list(kept.values()))
 
 
 def delete_thread(tx: Tx, sql: Statements, thread_id: str) -> None:
