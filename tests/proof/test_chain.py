@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 import uuid
 from collections.abc import Iterator
@@ -329,6 +330,48 @@ def test_every_float_canonicalises_as_rfc8785_writes_it(numbers: list[float]) ->
     if text is not None:  # what is stored reads back as the value, floats as floats
         back = json.loads(text)
         assert back == value and all(type(n) is float for n in back["n"])
+
+
+def test_floats_orjson_writes_as_repr_does_are_written_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A payload whose floats are all from 1e-4 up to 1e16 and not integral (a model's scores)
+    is written once, by ``orjson``, whose text of such a float is ``repr``'s and RFC 8785's:
+    neither ``json`` nor ``rfc8785`` is asked. Were ``orjson`` to write them otherwise, every
+    float takes the respelt path, and the canonical form is unchanged."""
+    from wop_langgraph.proof import chain
+
+    scores = {"label": "refund", "confidence": 0.683, "others": [0.21, -0.0901, 123456.789, 2**51 + 0.5]}
+    expected = rfc8785.dumps(scores)
+
+    def refused(*_: Any, **__: Any) -> Any:
+        raise AssertionError("written a second time")
+
+    monkeypatch.setattr(chain, "_fast", refused)
+    monkeypatch.setattr(rfc8785, "dumps", refused)
+    text, digest = appended_digest('"r"', "e", "t", scores, "2026-01-01T00:00:00.000Z", None, None, 1)
+    assert text.encode() == expected and json.loads(text) == scores
+    monkeypatch.undo()
+    assert (
+        digest
+        == hashlib.sha256(
+            b'{"eventId":"e","payload":' + expected + b',"runId":"r","schemaVersion":1,'
+            b'"timestamp":"2026-01-01T00:00:00.000Z","type":"t"}'
+        ).digest()
+    )
+    monkeypatch.setattr(chain, "_TAKEN_LOW", math.inf)
+    monkeypatch.setattr(chain, "_TAKEN_HIGH", math.inf)
+    assert canonical_text(scores) is None and canonical(scores) == expected
+    stored, respelt = appended_digest('"r"', "e", "t", scores, "2026-01-01T00:00:00.000Z", None, None, 1)
+    assert respelt == digest and json.loads(stored) == scores
+
+
+def test_the_append_hashes_with_a_sha256_that_agrees_with_hashlib() -> None:
+    """The short inputs' SHA-256 (the interpreter's own where it has one: see
+    ``_short_sha256``) is SHA-256: empty, one block, several blocks."""
+    from wop_langgraph.proof import chain
+
+    for data in (b"", b"a" * 55, b"b" * 64, bytes(range(256)) * 5):
+        assert chain._sha256(data).digest() == hashlib.sha256(data).digest()
+        assert chain._sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
 
 
 def test_what_json_refuses_is_refused_and_what_it_writes_is_written_alike() -> None:
