@@ -366,12 +366,16 @@ def test_floats_orjson_writes_as_repr_does_are_written_once(monkeypatch: pytest.
 
 def test_the_append_hashes_with_a_sha256_that_agrees_with_hashlib() -> None:
     """The short inputs' SHA-256 (the interpreter's own where it has one: see
-    ``_short_sha256``) is SHA-256: empty, one block, several blocks."""
+    ``_short_sha256``) is SHA-256: empty, one block, several blocks; and a document is hashed
+    alike either side of the length where it changes hands."""
     from wop_langgraph.proof import chain
 
     for data in (b"", b"a" * 55, b"b" * 64, bytes(range(256)) * 5):
-        assert chain._sha256(data).digest() == hashlib.sha256(data).digest()
-        assert chain._sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+        assert chain._short_sha256(data).digest() == hashlib.sha256(data).digest()
+        assert chain._short_sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    for length in (chain._SHORT - 1, chain._SHORT, chain._SHORT + 1, 10 * chain._SHORT):
+        document = bytes(range(256)) * (length // 256) + b"x" * (length % 256)
+        assert chain._document_sha256(document) == hashlib.sha256(document).digest()
 
 
 def test_what_json_refuses_is_refused_and_what_it_writes_is_written_alike() -> None:

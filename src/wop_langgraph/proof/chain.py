@@ -65,6 +65,7 @@ _string: Callable[[str], str] = json.encoder.encode_basestring
 json_string = _string
 #: From here on (22 digits), RFC 8785 writes an integer as a double does: ``1e+21``.
 _LONG_INTEGER = 10**21
+_sha256 = hashlib.sha256
 
 
 class _Hash(Protocol):
@@ -73,16 +74,10 @@ class _Hash(Protocol):
     def hexdigest(self) -> str: ...
 
 
-def _short_sha256() -> Callable[[bytes], _Hash]:
-    """SHA-256 for an append's short inputs (an event's document, a chain step's 64 bytes).
-
-    OpenSSL 3's digests look their provider up and take locks at every start
-    (openssl/openssl#19612, #25858): ``hashlib.sha256`` measured 2-3 us a call amid an
-    append's database work here, against 0.4 us in a tight loop, and a fresh copy of a started
-    one no less. The interpreter's own SHA-256, which ``hashlib`` falls back to where OpenSSL
-    lacks one (``_sha2`` from Python 3.12, ``_sha256`` before), measured about 1 us there.
-    That one where it is importable and agrees with ``hashlib`` on a sample, else ``hashlib``'s.
-    """
+def _interpreter_sha256() -> Callable[[bytes], _Hash]:
+    """The interpreter's own SHA-256, which ``hashlib`` falls back to where OpenSSL lacks one
+    (``_sha2`` from Python 3.12, ``_sha256`` before), where it is importable and agrees with
+    ``hashlib`` on a sample; else ``hashlib``'s."""
     for name in ("_sha2", "_sha256"):
         try:
             own: Callable[[bytes], _Hash] = importlib.import_module(name).sha256
@@ -94,7 +89,21 @@ def _short_sha256() -> Callable[[bytes], _Hash]:
     return hashlib.sha256
 
 
-_sha256 = _short_sha256()
+#: SHA-256 of an append's short inputs (a chain step's 64 bytes, a small event's document).
+#: OpenSSL 3's digests look their provider up and take locks at every start
+#: (openssl/openssl#19612, #25858): ``hashlib.sha256`` measured 2-3 us a call amid an append's
+#: database work here, against 0.4 us in a tight loop (and a copy of a started one no less);
+#: the interpreter's own, without SHA extensions, about 0.2 us a 64-byte block, measured 1 us
+#: for a chain step there.
+_short_sha256 = _interpreter_sha256()
+#: Up to this many bytes an event's document is hashed by :data:`_short_sha256`; beyond, where
+#: its blocks cost more than OpenSSL's start, by ``hashlib``.
+_SHORT = 512
+
+
+def _document_sha256(document: bytes) -> bytes:
+    """SHA-256 of an event's document, by the quicker of the two for its length."""
+    return (_short_sha256 if len(document) <= _SHORT else _sha256)(document).digest()
 
 
 def _refuse(value: Any) -> Any:
@@ -420,7 +429,7 @@ def _digest(
     document["timestamp"] = wire_time
     document["type"] = type
     try:
-        return _sha256(_orjson_dumps(document)).digest()
+        return _document_sha256(_orjson_dumps(document))
     except TypeError as exc:  # (orjson's JSONEncodeError) an id with a lone surrogate
         raise ValueError(f"an event's ids are not UTF-8 text: {exc}") from None
 
@@ -443,10 +452,10 @@ def chain_raw(previous: str | None, digests: Sequence[bytes]) -> list[str]:
     them) following ``previous`` (hex, or ``None`` for the run's first chained event)."""
     head = _GENESIS_RAW if previous is None else bytes.fromhex(previous)
     if len(digests) == 1:  # (an append's usual one event)
-        return [_sha256(head + digests[0]).hexdigest()]
+        return [_short_sha256(head + digests[0]).hexdigest()]
     values = []
     for digest in digests:
-        head = _sha256(head + digest).digest()
+        head = _short_sha256(head + digest).digest()
         values.append(head.hex())
     return values
 
