@@ -33,6 +33,12 @@ DBAPI statement counted (SQLite: the connection's trace callback; psycopg: its c
 prints statements, transactions and round trips per cycle (a pipeline of statements is one), the
 commonest statements and the top functions.
 
+``--paired N`` then measures each headline pair once more, cycle by cycle: WopHost's cycle and
+LangGraph's alternating one by one, ``N`` of each (the side going first alternating too), and
+the ratio is the median of the paired ratios (LangGraph's time over WopHost's, that is WopHost's
+throughput over LangGraph's), which this VM's drift (tens of percent within minutes, more than a
+round of 50 cycles lasts) moves far less than a ratio of rounds.
+
 ``--split`` then runs ``--split-cycles`` cycles of every contender and prints where a cycle's
 time goes: wall time, this process's CPU time (all threads), and the time spent waiting on
 PostgreSQL (psycopg's wait for each round trip), on the calling thread and on the others
@@ -40,6 +46,7 @@ PostgreSQL (psycopg's wait for each round trip), on the calling thread and on th
 process: its cycles are CPU.
 
     python benchmarks/full_path.py --iterations 50 --rounds 5 --profile --split
+    python benchmarks/full_path.py --no-secondary --paired 300 --postgres postgresql://postgres@127.0.0.1:5432/test
 """
 
 from __future__ import annotations
@@ -69,7 +76,7 @@ from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
 from _graphs import WORKFLOWS, approval_builder
-from _harness import POSTGRES_ENV, database
+from _harness import POSTGRES_ENV, database, paired_cycles
 from wop_langgraph.host import Principal, WopHost
 from wop_langgraph.store import SQLModelSaver
 
@@ -209,6 +216,26 @@ def measure(cycles: dict[str, Cycle], iterations: int, rounds: int, warmup: int)
         "floor": ratios(FLOOR_PAIRS),
         "secondary": ratios(SECONDARY_PAIRS),
     }
+
+
+def paired(cycles: dict[str, Cycle], count: int) -> None:
+    """Each headline pair's cycles alternating one by one, ``count`` of each: the median of the
+    paired ratios (see the module's ``--paired``)."""
+    print(
+        f"  paired: {count} cycles a side, WopHost's and LangGraph's alternating one by one; "
+        "median of the paired ratios (WopHost's throughput over LangGraph's)"
+    )
+    for label, (ours, theirs) in PAIRS.items():
+        if ours not in cycles or theirs not in cycles:
+            continue
+        load = os.getloadavg()[0]
+        times, ratio = paired_cycles((cycles[theirs], cycles[ours]), count, max(count // 10, 3))
+        ours_ms, theirs_ms = statistics.median(times[1]), statistics.median(times[0])
+        verdict = "meets" if ratio >= 1.0 else "BELOW"
+        print(
+            f"  {label:45s} {ratio:5.2f}x  ({ours_ms:.2f} vs {theirs_ms:.2f} ms a cycle, load {load:.2f}; "
+            f"{verdict} the 1.0x target)"
+        )
 
 
 # -- profile ----------------------------------------------------------------------------------
@@ -408,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="profile the WopHost cycles afterwards")
     parser.add_argument("--profile-cycles", type=int, default=50)
     parser.add_argument("--top", type=int, default=20, help="functions listed per profile ordering")
+    parser.add_argument(
+        "--paired", type=int, default=0, help="then each headline pair's cycles, N a side, one by one"
+    )
     parser.add_argument("--split", action="store_true", help="split each contender's cycle time afterwards")
     parser.add_argument("--split-cycles", type=int, default=100)
     parser.add_argument(
@@ -448,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
             print("  secondary, not the target: both gates call the node API's request_approval:")
             for label, ratio in report["secondary"].items():
                 print(f"  {label:58s} {ratio:5.2f}x")
+        if args.paired:
+            paired(cycles, args.paired)
         if args.profile:
             for name in ("WopHost[sqlite]", "WopHost[postgres]"):
                 if name in cycles:

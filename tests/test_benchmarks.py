@@ -65,13 +65,16 @@ def test_append_benchmark_reports_every_mode() -> None:
 def test_full_path_benchmark_reports_ratios_and_a_profile() -> None:
     out = _run(
         "full_path.py", "--iterations", "2", "--rounds", "1", "--warmup", "0", "--profile",
-        "--profile-cycles", "1", "--top", "3", "--split", "--split-cycles", "1",
+        "--profile-cycles", "1", "--top", "3", "--split", "--split-cycles", "1", "--paired", "3",
     )  # fmt: skip
     assert "WopHost[sqlite] / LangGraph+SqliteSaver" in out
     assert "LangGraph+SQLModelSaver[sqlite] / LangGraph+SqliteSaver" in out  # the floor
     assert "headline: the graph a LangGraph user writes" in out and "load average" in out
     assert "WopHost[sqlite] node API / LangGraph+SqliteSaver node API" in out  # the secondary line
     assert "profile: WopHost[sqlite]" in out and "statements/cycle" in out
+    pairs = out[out.index("paired: 3 cycles a side") :]
+    headline = r"WopHost\[sqlite\] / LangGraph\+SqliteSaver +[\d.]+x  \([\d.]+ vs [\d.]+ ms a cycle"
+    assert re.search(headline, pairs)
     split = out[out.index("where a cycle's time goes") :]
     assert "WopHost[sqlite]" in split and "db wait, caller" in split
     if POSTGRES:
