@@ -16,11 +16,17 @@ each side count what the change removes, the proof that the switch works. The ch
 * ``rest-rides`` (PostgreSQL): the run's rest at its interrupt is sent in the round trip of the
   interrupt's own statement (``TaskWritesListener.resting``), where it was a round trip of its
   own before the commit. Counted: the rests sent on their own a cycle.
+* ``create-held``: a waiting caller's run, its id minted by ``create_run``, has its row and
+  ``run.started`` held by its drive and stored with the drive's first transaction
+  (``WopHost._create_held``), where they were a transaction of their own before the graph
+  started (as they still are for an id given out before the call, which is how the switch puts
+  the cycle back: it passes one). Counted: creations in a transaction of their own a cycle.
 
 ::
 
     python benchmarks/cycle_changes.py --change held-rows --postgres postgresql://postgres@127.0.0.1:5432/test
     python benchmarks/cycle_changes.py --change rest-rides --postgres URL --control
+    python benchmarks/cycle_changes.py --change create-held --postgres URL
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from sqlalchemy import Connection
 
 from _harness import POSTGRES_ENV, backends, database, paired_cycles
 from full_path import _host, _host_cycle
-from wop_langgraph.host import driver
+from wop_langgraph.host import driver, runtime
+from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.store import _saver_ops as ops
 from wop_langgraph.store import held, statements
 from wop_langgraph.store.held import HeldWrite
@@ -89,6 +96,15 @@ def _setting(pairs: Sequence[tuple[Any, str, Any]]) -> Callable[[], None]:
 
 _RUN_HELD = held.run_held
 _RESTING = driver._TaskEnds.resting
+_CREATE_RUN = runtime.WopHost.create_run
+
+
+def _with_id_given(self: runtime.WopHost, workflow_id: str, inputs: Any = None, **options: Any) -> Any:
+    """``create_run`` with an id minted before the call, as for an id given out first."""
+    if options.get("run_id") is None:
+        options["run_id"] = mint_tenant_id(options["owner"].tenant)
+    return _CREATE_RUN(self, workflow_id, inputs, **options)
+
 
 CHANGES = {
     change.name: change
@@ -108,6 +124,14 @@ CHANGES = {
             _setting([(driver._TaskEnds, "resting", _RESTING)]),
             "rests sent on their own",
             lambda: _counting(driver, "rest_at_oldest_interrupt"),
+        ),
+        Change(
+            "create-held",
+            ("sqlite", "postgres"),
+            _setting([(runtime.WopHost, "create_run", _with_id_given)]),
+            _setting([(runtime.WopHost, "create_run", _CREATE_RUN)]),
+            "creations in a transaction of their own",
+            lambda: _counting(runtime, "insert_run_leading"),
         ),
     )
 }

@@ -1,7 +1,8 @@
 """Creating a run on PostgreSQL is one statement in autocommit: the run's row, the queue's
 ``NOTIFY`` (for a run left to the workers) and ``run.started``, with no ``BEGIN``/``COMMIT``.
 
-A run created for a waiting caller is leased to it, so no worker is told of it. A resolution's
+A run created for a waiting caller is leased to it, so no worker is told of it; its id minted
+by the call, its row and ``run.started`` go first in its drive's first transaction instead. A resolution's
 claim, the run's queueing and the events that tell of them are one statement of the resolving
 transaction, and each pass stores its saves in the one transaction that settles it.
 """
@@ -18,6 +19,7 @@ from tests.host._graphs import ALICE, approval_graph
 from tests.round_trips import heads, round_trips
 from wop_langgraph.host import WopHost, held_writes
 from wop_langgraph.protocol.errors import NotFound
+from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.store.run_queue import QUEUE_CHANNEL
 
 
@@ -77,8 +79,9 @@ def test_a_create_with_a_write_of_its_own_commits_it_in_the_same_transaction(pg_
 def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(
     pg_host: WopHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The creation is an autocommit statement; each pass's saves and node ends ride in the
-    transaction that records how it stopped (the interrupt, with the run's rest; the run's end)."""
+    """The creation has no transaction of its own (the run's row goes first in its drive's);
+    each pass's saves and node ends ride in the transaction that records how it stopped (the
+    interrupt, with the run's rest; the run's end)."""
     # Nothing stored on its own, however slow the machine: only by the pass's transactions.
     monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 60.0)
     pg_host.create_run("approval", {}, owner=ALICE)  # warm the pool and the statement caches
@@ -88,10 +91,11 @@ def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(
     with round_trips() as resolved:
         done = pg_host.resolve(snap["runId"], "review", {"action": "accept"}, ALICE)
     assert done["status"] == "completed"
-    # The creation, and the interrupt's transaction (with what the pass held), which puts the
-    # run to rest as it ends: nothing follows its COMMIT.
+    # One transaction, the interrupt's: the run's row first (psycopg's BEGIN goes out with it),
+    # what the pass held, the interrupt's statement, the run's rest; nothing follows its COMMIT.
     assert heads(created).count("BEGIN") == 1, created
-    assert (heads(created)[0], heads(created)[-2:]) == ("WITH", ["UPDATE", "COMMIT"]), created
+    assert created[0].startswith("INSERT INTO wop_runs"), created
+    assert heads(created)[-2:] == ["UPDATE", "COMMIT"], created
     # The interrupt's insert, the run's wait and the events that tell of them: one statement.
     (recorded,) = [text for text in created if "INSERT INTO wop_interrupts" in text]
     assert recorded.startswith("WITH") and "INSERT INTO wop_events" in recorded, created
@@ -106,14 +110,22 @@ def test_a_cycle_opens_a_transaction_per_pass_and_one_for_the_resolution(
     assert [e["nodeId"] for e in ends] == ["write", "review", "publish"]
 
 
-@pytest.mark.parametrize("wait", [True, False])
+@pytest.mark.parametrize("how", ["workers", "caller", "caller, id given out"])
 def test_a_run_is_durable_when_its_creation_returns_though_a_waiting_callers_commits_without_a_flush(
-    pg_host: WopHost, postgres_url: str, wait: bool
+    pg_host: WopHost, postgres_url: str, how: str
 ) -> None:
     """A run the caller drives is told of to no one until the drive's first commit, which is
-    synchronous: its creation does not wait for the WAL flush; the call returns with it flushed.
-    A run left to the workers is answered at once: its creation waits for the flush."""
-    pg_host.create_run("approval", {}, owner=ALICE, wait=wait)  # warm the pool and the statement caches
+    synchronous: the call returns with the run's row flushed. Its id minted by the call, the
+    row has no transaction of its own (it goes first in the drive's); an id given out before
+    (a LangGraph API client has it), it is committed first, without waiting for the WAL
+    flush. A run left to the workers is answered at once: its creation waits for the flush."""
+    wait = how != "workers"
+
+    def create() -> None:
+        given = {"run_id": mint_tenant_id("acme")} if how == "caller, id given out" else {}
+        pg_host.create_run("approval", {}, owner=ALICE, wait=wait, **given)
+
+    create()  # warm the pool and the statement caches
     with (
         psycopg.connect(postgres_url.replace("+psycopg", ""), autocommit=True) as side,
         round_trips() as sent,
@@ -129,12 +141,16 @@ def test_a_run_is_durable_when_its_creation_returns_though_a_waiting_callers_com
 
         psycopg.Cursor.execute = noting  # type: ignore[method-assign]
         try:
-            pg_host.create_run("approval", {}, owner=ALICE, wait=wait)
+            create()
         finally:
             psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         assert _lsn(side, "pg_current_wal_flush_lsn") >= written[0]
     creation = sent[0]
-    assert creation.startswith("WITH") and ("set_config" in creation) is wait, creation
+    if how == "caller":
+        assert creation.startswith("INSERT INTO wop_runs") and heads(sent)[1] == "BEGIN", sent
+        assert not any("set_config" in text for text in sent), sent
+    else:
+        assert creation.startswith("WITH") and ("set_config" in creation) is wait, creation
 
 
 def _lsn(conn: psycopg.Connection[Any], function: str) -> int:

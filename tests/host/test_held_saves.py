@@ -173,11 +173,14 @@ DIE_WHILE_HELD = """
 import sys
 from tests.host._graphs import ALICE
 from wop_langgraph.host import WopHost, held_writes
+from wop_langgraph.protocol.ids import mint_tenant_id
 
 held_writes.FLUSH_AFTER_S = 60.0  # nothing stored on its own: held until the next transaction
 host = WopHost.from_url(sys.argv[1])
 host.register("two-steps", graph)
-host.create_run("two-steps", {"steps": []}, owner=ALICE)
+# An id given out before the call: the run's row is committed before its graph starts (an id
+# the call mints goes with the drive's first transaction, held too: tests/host/test_create_held.py).
+host.create_run("two-steps", {"steps": []}, owner=ALICE, run_id=mint_tenant_id("acme"))
 """
 
 

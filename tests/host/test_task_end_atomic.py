@@ -51,6 +51,7 @@ import os, signal, sys
 from sqlalchemy import event
 from tests.host._graphs import ALICE
 from wop_langgraph.host import WopHost
+from wop_langgraph.protocol.ids import mint_tenant_id
 
 host = WopHost.from_url(sys.argv[1])
 host.register("two-steps", graph)
@@ -60,7 +61,9 @@ def die(conn, cursor, statement, parameters, context, executemany):
         os.kill(os.getpid(), signal.SIGKILL)  # before the transaction commits
 
 event.listen(host.engine, "before_cursor_execute", die)
-host.create_run("two-steps", {"steps": []}, owner=ALICE)
+# An id given out before the call: the run's row is committed before its graph starts (an id
+# the call mints goes with the drive's first transaction: tests/host/test_create_held.py).
+host.create_run("two-steps", {"steps": []}, owner=ALICE, run_id=mint_tenant_id("acme"))
 """
 
 

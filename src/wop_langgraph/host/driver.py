@@ -259,7 +259,11 @@ class GraphDriver:
         self._final_values = _NO_VALUES
         self._claim = self._rested_with_interrupt = None
         self._fresh = claimed is not None and claimed.fresh
-        self._held.flush()  # what an earlier pass still holds (normally nothing), before this one reads
+        # What an earlier pass still holds (normally nothing) is stored before this one reads. A
+        # run created by this claim reads nothing: what its creation holds (its row and
+        # ``run.started``, see ``WopHost._create_held``) goes with the pass's first transaction.
+        if not self._fresh:
+            self._held.flush()
         if claimed is not None:
             claim, status = claimed.claim, claimed.status
             if self.signal.stop.is_set():  # cancelled between the claim and the drive

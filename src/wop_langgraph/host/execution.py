@@ -335,6 +335,8 @@ class Executor:
         threshold = run_option(claimed.configurable, "escalationThreshold")
         recursion_limit = run_option(claimed.configurable, "recursionLimit")
         held = HeldWrites(self.engine, run_id)
+        if claimed.created is not None:  # the run's own row and run.started go first
+            held.hold_write(*claimed.created)
         context = RunContext(
             run_id=run_id,
             escalation_threshold=(

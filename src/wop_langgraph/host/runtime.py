@@ -71,6 +71,7 @@ from wop_langgraph.store.runs import (
     cancel_run_row,
     get_run,
     insert_run_leading,
+    insert_run_write,
     run_status,
 )
 from wop_langgraph.store.saver import SQLModelSaver
@@ -341,6 +342,8 @@ class WopHost:
         inputs_doc = jsonable(inputs)
         require_storable(inputs_doc, "/inputs")
         require_storable({"metadata": metadata, "configurable": configurable, "tags": tags}, "")
+        # An id minted here is known to no one until this call returns (see below).
+        minted = run_id is None
         if run_id is None:
             run_id = mint_tenant_id(owner.tenant)
         elif tenant_of(run_id) != owner.tenant:
@@ -372,6 +375,8 @@ class WopHost:
         lease = Claim(run_id, self.executor.owner, 1) if wait else None
         if lease is not None:
             row["status"] = "running"
+            if minted and on_commit is None and ahead is None:
+                return self._create_held(row, NewEvent("run.started", started), now, lease, inputs_doc)
         hold = None
         postgres = self.engine.dialect.name == "postgresql"
         # On PostgreSQL the run's row, its NOTIFY and ``run.started`` are one statement: with
@@ -425,6 +430,28 @@ class WopHost:
         with self.foreground.aside():  # a request that drives its run is not counted meanwhile
             rested = self.executor.drive_claimed(run_id, claimed, hold)
         return _snapshot_of(rested) if rested is not None else self.snapshot(run_id)
+
+    def _create_held(
+        self, row: dict[str, Any], started: NewEvent, now: datetime, lease: Claim, inputs: Any
+    ) -> dict[str, Any]:
+        """:meth:`create_run` of a run this caller drives and no one else knows of yet (its id
+        minted for it, nothing to store with it): its row and ``run.started`` are held by its
+        drive and stored first with the drive's first transaction (the one that records its
+        first interrupt or its end; on its own once held for ``FLUSH_AFTER_S``, should the
+        first node run longer), which is synchronous and makes the run durable with it, where
+        a transaction of their own cost a round trip (PostgreSQL) or a write transaction
+        (SQLite) before the graph could start. Until then the run is in no list and no worker's
+        queue; a process that dies first leaves nothing of it, as if it had died before the
+        call. The lease (the row's, once stored) runs from here."""
+        queue = created_queued(now, lease=lease, lease_until=self.clock() + self.executor.lease)
+        created = (insert_run_write(row | queue), started, now)
+        claimed = ClaimedRun(
+            lease, row["workflow_id"], "running", inputs, row["configurable"], fresh=True, created=created
+        )
+        hold = self.executor.adopt(lease)
+        with self.foreground.aside():  # a request that drives its run is not counted meanwhile
+            rested = self.executor.drive_claimed(lease.run_id, claimed, hold)
+        return _snapshot_of(rested) if rested is not None else self.snapshot(lease.run_id)
 
     def fork(
         self,

@@ -35,6 +35,8 @@ from sqlalchemy import (
     update,
 )
 
+from wop_langgraph.store.events import NewEvent
+from wop_langgraph.store.held import HeldWrite
 from wop_langgraph.store.interrupts import InterruptRecord, open_work_of, open_work_read
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.runs import unfinished
@@ -109,6 +111,10 @@ class ClaimedRun:
     #: ``(checkpoint,)``: the run's latest checkpoint (a ``CheckpointTuple``, ``None`` if it
     #: has none), read in the transaction that took the claim; ``None``: not read.
     saved: tuple[Any] | None = None
+    #: A run created with this claim and not stored yet: the write of its row, its
+    #: ``run.started`` and that event's time, which the drive holds and stores first with its
+    #: first transaction (see ``WopHost.create_run``).
+    created: tuple[HeldWrite, NewEvent, datetime] | None = None
 
 
 def lease_owners(conn: Connection, prefix: str) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, String, and_, bindparam, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import JSONB
 
+from wop_langgraph.store.held import HeldWrite
 from wop_langgraph.store.run_tables import runs_table
 from wop_langgraph.store.statements import driver_statement
 
@@ -21,6 +22,7 @@ __all__ = [
     "cancel_run_row",
     "get_run",
     "insert_run_leading",
+    "insert_run_write",
     "list_runs",
     "queue_entry",
     "run_status",
@@ -112,6 +114,19 @@ def insert_run_leading(values: dict[str, Any], *, notify_channel: str | None) ->
     if notify_channel is not None:
         params["new_run_queue_channel"] = notify_channel
     return _insert_run_statement(tuple(values), notify=notify_channel is not None), params
+
+
+def insert_run_write(values: dict[str, Any]) -> HeldWrite:
+    """A new run's row with ``values`` (column -> value), as a write to hold and store with
+    what comes next (it reads no answer back: in a pipeline it goes out with the statements
+    that follow it)."""
+    statement, params = insert_run_leading(values, notify_channel=None)
+    inserting = driver_statement(statement)
+
+    def insert(conn: Connection) -> None:
+        inserting.rowcount(conn, params)
+
+    return insert
 
 
 @functools.cache
