@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
 from langgraph.config import get_config
@@ -39,18 +39,8 @@ class State(TypedDict, total=False):
     answer: Any
 
 
-def first_node_graph() -> Pregel:
+def gated_graph(first: Callable[[State], State]) -> Pregel:
     """``first -> gate``: ``gate`` asks with LangGraph's own ``interrupt()``."""
-
-    def first(state: State) -> State:
-        mode = os.environ.get(KILL_ENV)
-        if mode is not None:
-            run_id = get_config()["configurable"]["thread_id"]
-            print(run_id, flush=True)
-            if mode == "later":
-                _wait_for_row(run_id)
-            os.kill(os.getpid(), signal.SIGKILL)
-        return {"n": state.get("n", 0) + 1}
 
     def gate(state: State) -> State:
         return {"answer": interrupt({"question": "go on?"})}
@@ -62,6 +52,22 @@ def first_node_graph() -> Pregel:
     g.add_edge("first", "gate")
     g.add_edge("gate", END)
     return g.compile()
+
+
+def first_node_graph() -> Pregel:
+    """:func:`gated_graph` whose first node kills the process where :data:`KILL_ENV` says."""
+
+    def first(state: State) -> State:
+        mode = os.environ.get(KILL_ENV)
+        if mode is not None:
+            run_id = get_config()["configurable"]["thread_id"]
+            print(run_id, flush=True)
+            if mode == "later":
+                _wait_for_row(run_id)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return {"n": state.get("n", 0) + 1}
+
+    return gated_graph(first)
 
 
 def _wait_for_row(run_id: str) -> None:

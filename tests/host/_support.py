@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import itertools
 import re
+import signal
+import subprocess
+import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from langgraph.pregel import Pregel
@@ -21,6 +25,23 @@ _WORKFLOW_IDS = itertools.count()
 
 #: The ``make_host`` fixture: ``make_host(**WopHost options) -> WopHost`` over the test's database.
 HostFactory = Callable[..., WopHost]
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def killed_child(module: str, *args: str, env: Mapping[str, str]) -> str:
+    """Run ``python -m module args...`` (from the repository's root, with ``env``) until it
+    SIGKILLs itself; the first word it printed (a run id)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=_ROOT,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stdout, proc.stderr)
+    return proc.stdout.split()[0]
 
 
 def start(

@@ -9,33 +9,22 @@ before they were stored, a run that recovery takes over after.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
-from typing import Any, TypedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from langgraph.config import get_config
-from langgraph.graph import END, START, StateGraph
 from langgraph.pregel import Pregel
-from langgraph.types import interrupt
 from sqlalchemy import func, select
 
-from tests.host._first_node_child import ALICE, WORKFLOW, first_node_graph
-from tests.host._support import HostFactory, events
+from tests.host._first_node_child import ALICE, WORKFLOW, State, first_node_graph, gated_graph
+from tests.host._support import HostFactory, events, killed_child
 from wop_langgraph.host import WopHost, held_writes
 from wop_langgraph.protocol.ids import mint_tenant_id
 from wop_langgraph.store.run_tables import events_table, runs_table
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class State(TypedDict, total=False):
-    n: int
-    answer: Any
 
 
 def _blocking_graph(started: threading.Event, release: threading.Event, seen: list[str]) -> Pregel:
@@ -47,16 +36,7 @@ def _blocking_graph(started: threading.Event, release: threading.Event, seen: li
         assert release.wait(10), "the test did not release the first node"
         return {"n": 1}
 
-    def gate(state: State) -> State:
-        return {"answer": interrupt({"question": "go on?"})}
-
-    g = StateGraph(State)
-    g.add_node("first", first)
-    g.add_node("gate", gate)
-    g.add_edge(START, "first")
-    g.add_edge("first", "gate")
-    g.add_edge("gate", END)
-    return g.compile()
+    return gated_graph(first)
 
 
 def _stored(host: WopHost, run_id: str) -> tuple[Any, int]:
@@ -69,7 +49,13 @@ def _stored(host: WopHost, run_id: str) -> tuple[Any, int]:
     return row, int(logged)
 
 
-def _create_in_thread(host: WopHost, **options: Any) -> tuple[threading.Thread, list[Any]]:
+@contextmanager
+def _first_node_running(host: WopHost, **options: Any) -> Iterator[tuple[str, list[Any]]]:
+    """A run of a graph whose first node waits, created on another thread: within the block
+    the node runs (its run id, and the list the creation's answer goes to); the block's end
+    lets the node go on and waits for the creation to return."""
+    started, release, seen = threading.Event(), threading.Event(), []
+    host.register("blocking", _blocking_graph(started, release, seen))
     answers: list[Any] = []
 
     def create() -> None:
@@ -80,25 +66,23 @@ def _create_in_thread(host: WopHost, **options: Any) -> tuple[threading.Thread, 
 
     thread = threading.Thread(target=create)
     thread.start()
-    return thread, answers
+    try:
+        assert started.wait(10)
+        yield seen[0], answers
+        assert thread.is_alive()  # the first node still ran throughout the block
+    finally:
+        release.set()
+        thread.join(10)
 
 
 def test_a_run_is_stored_by_its_drives_first_transaction(
     make_host: HostFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 60.0)  # nothing stored on its own meanwhile
-    started, release, seen = threading.Event(), threading.Event(), []
     host = make_host()
-    host.register("blocking", _blocking_graph(started, release, seen))
-    thread, answers = _create_in_thread(host)
-    try:
-        assert started.wait(10)
-        (run_id,) = seen
+    with _first_node_running(host) as (run_id, answers):
         # The graph runs, and nothing of the run is stored yet: no row, no event.
         assert _stored(host, run_id) == (None, 0)
-    finally:
-        release.set()
-        thread.join(10)
     (snapshot,) = answers
     assert snapshot["runId"] == run_id and snapshot["status"] == "waiting-input", snapshot
     row, _ = _stored(host, run_id)
@@ -114,65 +98,34 @@ def test_a_run_whose_id_was_given_out_is_stored_before_its_graph_starts(
     """An id minted earlier may be known to others (a LangGraph API client has it): the run's
     row is committed before the graph starts, as before."""
     monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 60.0)
-    started, release, seen = threading.Event(), threading.Event(), []
     host = make_host()
-    host.register("blocking", _blocking_graph(started, release, seen))
     given = mint_tenant_id("acme")
-    thread, answers = _create_in_thread(host, run_id=given)
-    try:
-        assert started.wait(10)
+    with _first_node_running(host, run_id=given) as (run_id, answers):
         row, logged = _stored(host, given)
-        assert row is not None and row.status == "running" and logged == 1
-    finally:
-        release.set()
-        thread.join(10)
+        assert run_id == given and row is not None and row.status == "running" and logged == 1
     assert answers[0]["status"] == "waiting-input"
 
 
 def test_a_first_node_that_runs_longer_finds_its_run_stored_meanwhile(make_host: HostFactory) -> None:
     """What the drive holds is stored on its own once held ``FLUSH_AFTER_S``: the run's row,
     leased to this process and running, and ``run.started``, while the first node still runs."""
-    started, release, seen = threading.Event(), threading.Event(), []
     host = make_host()
-    host.register("blocking", _blocking_graph(started, release, seen))
-    thread, answers = _create_in_thread(host)
-    try:
-        assert started.wait(10)
-        (run_id,) = seen
+    with _first_node_running(host) as (run_id, answers):
         deadline = time.monotonic() + 10
         while (stored := _stored(host, run_id))[0] is None and time.monotonic() < deadline:
             time.sleep(0.01)
         row, logged = stored
         assert row is not None and row.status == "running" and row.lease_owner == host.executor.owner
-        assert logged >= 1 and not release.is_set() and thread.is_alive()
-        assert events(host, run_id)[0]["type"] == "run.started"
-    finally:
-        release.set()
-        thread.join(10)
+        assert logged >= 1 and events(host, run_id)[0]["type"] == "run.started"
     assert answers[0]["status"] == "waiting-input"
     assert [e["type"] for e in events(host, run_id)].count("run.started") == 1
-
-
-def _killed_child(mode: str, url: str) -> str:
-    """Run the child until its first node SIGKILLs it; the run id it printed."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.host._first_node_child", mode, url],
-        cwd=ROOT,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stdout, proc.stderr)
-    return proc.stdout.split()[0]
 
 
 @pytest.mark.slow
 def test_a_process_killed_in_the_first_node_before_the_run_was_stored_leaves_nothing(
     make_host: HostFactory, db_url: str
 ) -> None:
-    run_id = _killed_child("at-once", db_url)
+    run_id = killed_child("tests.host._first_node_child", "at-once", db_url, env=os.environ)
     host = make_host()
     host.register(WORKFLOW, first_node_graph())
     assert _stored(host, run_id) == (None, 0)
@@ -185,7 +138,7 @@ def test_a_process_killed_in_the_first_node_before_the_run_was_stored_leaves_not
 def test_a_process_killed_in_the_first_node_after_the_run_was_stored_is_taken_over(
     make_host: HostFactory, db_url: str
 ) -> None:
-    run_id = _killed_child("later", db_url)
+    run_id = killed_child("tests.host._first_node_child", "later", db_url, env=os.environ)
     host = make_host()
     host.register(WORKFLOW, first_node_graph())
     row, _ = _stored(host, run_id)
@@ -196,3 +149,24 @@ def test_a_process_killed_in_the_first_node_after_the_run_was_stored_is_taken_ov
     assert logged[0] == "run.started" and logged.count("run.started") == 1, logged
     host.resolve(run_id, "gate", "yes", ALICE)
     assert host.snapshot(run_id)["status"] == "completed"
+
+
+def test_a_node_that_reads_its_own_run_finds_it(
+    make_host: HostFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node may read its run through the host (a sub-workflow reads its parent's owner): the
+    read stores what the creating drive holds first, as the timer would later."""
+    monkeypatch.setattr(held_writes, "FLUSH_AFTER_S", 60.0)
+    host = make_host()
+    seen: list[dict[str, Any]] = []
+
+    def first(state: State) -> State:
+        seen.append(host.snapshot(get_config()["configurable"]["thread_id"]))
+        return {"n": 1}
+
+    host.register("reads-itself", gated_graph(first))
+    created = host.create_run("reads-itself", {"n": 0}, owner=ALICE)
+    (read,) = seen
+    assert (read["runId"], read["status"]) == (created["runId"], "running")
+    assert created["status"] == "waiting-input"
+    assert [e["type"] for e in events(host, created["runId"])].count("run.started") == 1

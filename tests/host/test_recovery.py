@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
 from unittest.mock import ANY
 
 import pytest
 
 from tests.host._graphs import KILL_AFTER_GATE_ENV, WORKFLOW, approval_graph, count
-from tests.host._support import HostFactory, events, payloads
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.host._support import HostFactory, events, killed_child, payloads
 
 pytestmark = pytest.mark.slow
 
@@ -22,17 +16,7 @@ pytestmark = pytest.mark.slow
 def _child(mode: str, url: str) -> str:
     """Run the child until it SIGKILLs itself; returns the run id it printed."""
     env = {k: v for k, v in os.environ.items() if k != KILL_AFTER_GATE_ENV}
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.host._graphs", mode, url],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stdout, proc.stderr)
-    return proc.stdout.split()[0]
+    return killed_child("tests.host._graphs", mode, url, env=env)
 
 
 @pytest.mark.parametrize("mode", ["kill-after-claim", "kill-after-queue", "kill-in-node"])

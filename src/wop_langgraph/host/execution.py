@@ -86,6 +86,9 @@ class Executor:
         #: began after it).
         self._last_drive: dict[str, int] = {}
         self._drive_tokens = itertools.count()
+        #: What the drives of runs created here hold, while they may hold the run's own row
+        #: (see :meth:`store_created`).
+        self._creating: dict[str, HeldWrites] = {}
         self._guard = threading.Condition()
         self._keeper: threading.Thread | None = None
         self._closing = threading.Event()
@@ -183,6 +186,16 @@ class Executor:
             raise
         return signal
 
+    def store_created(self, run_id: str) -> None:
+        """Store what the drive of ``run_id`` holds now, if it is the drive that created the
+        run and may still hold its row (``WopHost._create_held``): for a reader of the run on
+        its drive's own path (a node that reads its run, a sub-workflow's parent) to find it,
+        as it would once held ``FLUSH_AFTER_S``. Nothing to do for any other run."""
+        with self._guard:
+            held = self._creating.get(run_id)
+        if held is not None:
+            held.flush()
+
     def forget(self, claim: Claim, hold: DriveSignal) -> None:
         """Drop a hold whose lease was never stored (its transaction rolled back)."""
         self._unhold(claim.run_id, hold)
@@ -229,6 +242,8 @@ class Executor:
             self.release(claim, signal)
             raise
         finally:
+            with self._guard:
+                self._creating.pop(claim.run_id, None)
             self._unhold(claim.run_id, signal)
             try:
                 for listener in self.after_drive:
@@ -337,6 +352,8 @@ class Executor:
         held = HeldWrites(self.engine, run_id)
         if claimed.created is not None:  # the run's own row and run.started go first
             held.hold_write(*claimed.created)
+            with self._guard:
+                self._creating[run_id] = held
         context = RunContext(
             run_id=run_id,
             escalation_threshold=(

@@ -939,6 +939,7 @@ class WopHost:
         return self.snapshot(run_id)
 
     def _run_row(self, run_id: str) -> Any:
+        self.executor.store_created(run_id)  # (a run created here whose drive may hold its row)
         with reading(self.engine) as conn:
             row = get_run(conn, run_id)
         if row is None:

@@ -71,9 +71,19 @@ def status_and_workflow(conn: Connection, run_id: str) -> Any | None:
 
 
 def workflow_of(conn: Connection, run_id: str) -> str | None:
-    """The workflow id of ``run_id`` (``None`` if there is no such run)."""
-    found = conn.execute(select(runs_table.c.workflow_id).where(runs_table.c.run_id == run_id)).scalar()
-    return None if found is None else str(found)
+    """The workflow id of ``run_id`` (``None`` if there is no such run).
+
+    Run by the statement engine, so that what waits to go ahead of the transaction's next
+    statement goes first: the run's own row, in the first transaction of a drive that created
+    it (``WopHost._create_held``), where the recorder asks for a registered approval policy
+    before it records the first interrupt."""
+    rows = driver_statement(_workflow_statement()).rows(conn, {"workflow_run_id": run_id})
+    return str(rows[0][0]) if rows else None
+
+
+@functools.cache
+def _workflow_statement() -> Any:
+    return select(runs_table.c.workflow_id).where(runs_table.c.run_id == bindparam("workflow_run_id"))
 
 
 def queue_entry(conn: Connection, run_id: str) -> Any | None:
