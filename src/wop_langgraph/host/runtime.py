@@ -427,9 +427,7 @@ class WopHost:
             self._enqueued(run_id)
             return _snapshot_of(committed)
         claimed = ClaimedRun(lease, workflow_id, "running", inputs_doc, configurable, fresh=True)
-        with self.foreground.aside():  # a request that drives its run is not counted meanwhile
-            rested = self.executor.drive_claimed(run_id, claimed, hold)
-        return _snapshot_of(rested) if rested is not None else self.snapshot(run_id)
+        return self._drive_created(claimed, hold)
 
     def _create_held(
         self, row: dict[str, Any], started: NewEvent, now: datetime, lease: Claim, inputs: Any
@@ -448,10 +446,15 @@ class WopHost:
         claimed = ClaimedRun(
             lease, row["workflow_id"], "running", inputs, row["configurable"], fresh=True, created=created
         )
-        hold = self.executor.adopt(lease)
+        return self._drive_created(claimed, self.executor.adopt(lease))
+
+    def _drive_created(self, claimed: ClaimedRun, hold: DriveSignal | None) -> dict[str, Any]:
+        """Drive a run created here for this caller, under the lease it was created with; its
+        snapshot at rest."""
+        run_id = claimed.claim.run_id
         with self.foreground.aside():  # a request that drives its run is not counted meanwhile
-            rested = self.executor.drive_claimed(lease.run_id, claimed, hold)
-        return _snapshot_of(rested) if rested is not None else self.snapshot(lease.run_id)
+            rested = self.executor.drive_claimed(run_id, claimed, hold)
+        return _snapshot_of(rested) if rested is not None else self.snapshot(run_id)
 
     def fork(
         self,
