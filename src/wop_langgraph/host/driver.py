@@ -291,6 +291,8 @@ class GraphDriver:
                 (saved,) = claimed.saved  # likewise (nothing saves the run but its lease holder)
             else:
                 saved = self.graph.checkpointer.get_tuple(config)  # type: ignore[union-attr]
+        elif claimed.saved is not None:
+            (saved,) = claimed.saved  # none: created without one (else its creator wrote one)
         # Tasks of the saved step that finished already: LangGraph streams their start, but
         # does not run them again.
         self._finished_before = _finished_tasks(saved.pending_writes or []) if saved else set()
@@ -308,7 +310,7 @@ class GraphDriver:
             graph_input = None  # continue from the last checkpoint (a crash interrupted a step)
         try:
             self._pending_at_start = pending
-            known = saved is not None or (claimed is not None and claimed.fresh)
+            known = saved is not None or (claimed is not None and claimed.saved is not None)
             with self._handing_over(config, saved, known):  # LangGraph's own read, as it starts
                 failure = self._stream(graph_input, config, {r.task_id: r for r in undelivered})
         except UnknownInterruptError as exc:

@@ -318,6 +318,7 @@ class WopHost:
         on_commit: Callable[[Connection, dict[str, Any]], None] | None = None,
         run_id: str | None = None,
         ahead: HeldWrite | None = None,
+        checkpointed: bool = False,
     ) -> dict[str, Any]:
         """Create a run and queue it; returns its snapshot.
 
@@ -329,7 +330,9 @@ class WopHost:
         insert (on PostgreSQL in its round trip: it reads no result back
         before the insert has run; ``on_commit`` may read it). ``run_id`` is an id minted
         earlier for ``owner``'s tenant (``mint_tenant_id``), for a run whose id was given out
-        before it could start; by default one is minted here.
+        before it could start; by default one is minted here. ``checkpointed``: ``on_commit``
+        writes the run's first checkpoint (a LangGraph API thread's next run starts from a copy
+        of the thread's state), which the graph then starts from, as from any run's.
 
         Raises:
             ValidationError: ``run_id`` names another tenant.
@@ -375,7 +378,7 @@ class WopHost:
         lease = Claim(run_id, self.executor.owner, 1) if wait else None
         if lease is not None:
             row["status"] = "running"
-            if minted and on_commit is None and ahead is None:
+            if minted and on_commit is None and ahead is None:  # (so nothing is checkpointed)
                 return self._create_held(row, NewEvent("run.started", started), now, lease, inputs_doc)
         hold = None
         postgres = self.engine.dialect.name == "postgresql"
@@ -426,7 +429,9 @@ class WopHost:
         if lease is None:
             self._enqueued(run_id)
             return _snapshot_of(committed)
-        claimed = ClaimedRun(lease, workflow_id, "running", inputs_doc, configurable, fresh=True)
+        # The first pass reads no checkpoint where the run has none: LangGraph is told so.
+        saved = None if checkpointed else (None,)
+        claimed = ClaimedRun(lease, workflow_id, "running", inputs_doc, configurable, fresh=True, saved=saved)
         return self._drive_created(claimed, hold)
 
     def _create_held(
@@ -444,7 +449,14 @@ class WopHost:
         queue = created_queued(now, lease=lease, lease_until=self.clock() + self.executor.lease)
         created = (insert_run_write(row | queue), started, now)
         claimed = ClaimedRun(
-            lease, row["workflow_id"], "running", inputs, row["configurable"], fresh=True, created=created
+            lease,
+            row["workflow_id"],
+            "running",
+            inputs,
+            row["configurable"],
+            fresh=True,
+            saved=(None,),
+            created=created,
         )
         return self._drive_created(claimed, self.executor.adopt(lease))
 

@@ -95,10 +95,11 @@ class ClaimedRun:
     """A claim, and what driving the run needs from its row (read by the claiming statement).
 
     ``status`` is the run's after the claim: a ``pending`` run is ``running`` from its claim
-    on. ``fresh``: the run was created with this claim, so it has no checkpoint and no
-    interrupt yet (its first pass reads neither). ``work``: the run's open work (as
-    :func:`~wop_langgraph.store.interrupts.open_work` returns it), read in the transaction that
-    took the claim, for the first pass not to read it again; ``saved`` likewise.
+    on. ``fresh``: the run was created with this claim, so it has no interrupt yet (its first
+    pass reads none), and, where ``saved`` says so, no checkpoint. ``work``: the run's open
+    work (as :func:`~wop_langgraph.store.interrupts.open_work` returns it), read in the
+    transaction that took the claim, for the first pass not to read it again; ``saved``
+    likewise.
     """
 
     claim: Claim
@@ -109,7 +110,8 @@ class ClaimedRun:
     fresh: bool = False
     work: tuple[list[InterruptRecord], list[InterruptRecord]] | None = None
     #: ``(checkpoint,)``: the run's latest checkpoint (a ``CheckpointTuple``, ``None`` if it
-    #: has none), read in the transaction that took the claim; ``None``: not read.
+    #: has none), read in the transaction that took the claim, or known (a run created with
+    #: the claim and no checkpoint); ``None``: not read.
     saved: tuple[Any] | None = None
     #: A run created with this claim and not stored yet: the write of its row, its
     #: ``run.started`` and that event's time, which the drive holds and stores first with its

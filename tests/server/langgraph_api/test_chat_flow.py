@@ -42,6 +42,18 @@ def last_values(parts: list[StreamPart]) -> dict[str, Any]:
     return next(p.data for p in reversed(parts) if p.event == "values" and "__interrupt__" not in p.data)
 
 
+def test_a_conversation_through_runs_wait_sees_the_earlier_turns(sdk: SdkFactory) -> None:
+    """``runs.wait`` drives its run in the request: a turn after the first starts from the state
+    the thread's previous run left (it once started afresh there, forgetting the conversation)."""
+    client = sdk()
+    thread_id = client.threads.create()["thread_id"]
+    client.runs.wait(thread_id, GRAPH, input=say("hello"))
+    answered = client.runs.wait(thread_id, GRAPH, input=say("and again"))
+    texts = [m["content"] for m in answered["messages"]]
+    assert texts == ["hello", "turn 1: you said 'hello'", "and again", "turn 2: you said 'and again'"]
+    assert client.threads.get_state(thread_id)["values"] == answered
+
+
 def test_a_conversation_streams_turns_that_see_the_earlier_ones(base: str, sdk: SdkFactory) -> None:
     client = sdk()
     thread_id = client.threads.create(metadata={"source": "chat"})["thread_id"]

@@ -639,6 +639,7 @@ class LangGraphService:
             on_commit=on_commit,
             run_id=run_id,
             ahead=start,
+            checkpointed=previous is not None,
         )
         rested = str(created["status"]) if drive else None
         outputs = (
