@@ -5,7 +5,8 @@ prints what each server did and marks where they differ.
 Flows (LangGraph's Python SDK, unchanged; raw HTTP where a status code is the observation): the
 agent-chat-ui flow (stream ``values`` + ``messages-tuple`` to a ``HumanInTheLoopMiddleware``
 interrupt, approve, a second turn; a batch with one call approved and one rejected), the Agent
-Inbox flow (search interrupted threads by ``graph_id``, accept; ignore), two interrupts answered
+Inbox flow (search interrupted threads by ``graph_id``, accept; ignore), regenerate and edit (runs
+from a checkpoint), two interrupts answered
 by id (and a plain value while both wait), eight concurrent resumes, cancel, ``enqueue``, and
 the stream modes. Each observation is a value both servers are asked for; a differing value is
 a difference in behaviour, not a guess. Not a test: it documents (docs/langgraph-api.md).
@@ -86,6 +87,34 @@ def batch_flow(client: SyncLangGraphClient, api: str) -> Observations:
     decisions = {"decisions": [{"type": "approve"}, {"type": "reject", "message": "keep it"}]}
     done = client.runs.wait(thread_id, "chat-agent", command={"resume": decisions})
     return {"executed (send_email approved, delete_file rejected)": _executed(done)}
+
+
+def branch_flow(client: SyncLangGraphClient, api: str) -> Observations:
+    """agent-chat-ui's regenerate and edit: runs from the parent checkpoint of the state a
+    message first appears in (the thread's history)."""
+    thread_id = client.threads.create()["thread_id"]
+    for text in ("hello", "and again"):
+        client.runs.wait(thread_id, "chat-agent", input={"messages": [{"role": "user", "content": text}]})
+    history = client.threads.get_history(thread_id, limit=50)
+
+    def parent_of_first(content: str) -> Any:
+        seen = [s for s in history if any(m["content"] == content for m in s["values"].get("messages", []))]
+        return seen[-1]["parent_checkpoint"]
+
+    regenerated = client.runs.wait(
+        thread_id, "chat-agent", input=None, checkpoint=parent_of_first("turn 2: you said 'and again'")
+    )
+    edited = client.runs.wait(
+        thread_id,
+        "chat-agent",
+        input={"messages": [{"role": "user", "content": "hi"}]},
+        checkpoint=parent_of_first("hello"),
+    )
+    return {
+        "regenerate: the messages after": [str(m["content"])[:9] for m in regenerated["messages"]],
+        "edit of the first: the messages after": [str(m["content"])[:9] for m in edited["messages"]],
+        "thread status after": client.threads.get(thread_id)["status"],
+    }
 
 
 def inbox_flow(client: SyncLangGraphClient, api: str) -> Observations:
@@ -223,6 +252,7 @@ def stream_modes_flow(client: SyncLangGraphClient, api: str) -> Observations:
 FLOWS: list[tuple[str, Callable[[SyncLangGraphClient, str], Observations]]] = [
     ("chat", chat_flow),
     ("batch", batch_flow),
+    ("branch", branch_flow),
     ("inbox", inbox_flow),
     ("two interrupts", two_interrupts_flow),
     ("concurrent resume", concurrent_resume_flow),

@@ -56,6 +56,7 @@ __all__ = [
     "insert_thread",
     "queued_runs_table",
     "run_rest",
+    "run_with_checkpoint",
     "runs_of_thread",
     "seed_checkpoint",
     "start_thread_run",
@@ -548,21 +549,36 @@ def thread_run(conn: Connection, thread_id: str, run_id: str) -> ThreadRunRow | 
     return None if row is None else _thread_run(row)
 
 
-def seed_checkpoint(conn: Connection, source_run_id: str, run_id: str) -> str | None:
-    """Copy the latest root checkpoint of ``source_run_id``'s LangGraph thread to ``run_id``'s.
+def run_with_checkpoint(conn: Connection, thread_id: str, checkpoint_id: str) -> str | None:
+    """The newest run of ``thread_id`` whose LangGraph thread holds the root checkpoint
+    ``checkpoint_id`` (a run's first checkpoint is a copy of its predecessor's, under the same
+    id: either copy serves), or ``None``."""
+    cp, tr = checkpoints_table, thread_runs_table
+    return conn.execute(
+        select(cp.c.thread_id)
+        .select_from(cp.join(tr, tr.c.run_id == cp.c.thread_id))
+        .where(tr.c.thread_id == thread_id, cp.c.checkpoint_ns == "", cp.c.checkpoint_id == checkpoint_id)
+        .order_by(tr.c.created_at.desc(), tr.c.run_id.desc())
+        .limit(1)
+    ).scalar()
+
+
+def seed_checkpoint(
+    conn: Connection, source_run_id: str, run_id: str, *, checkpoint_id: str | None = None
+) -> str | None:
+    """Copy the latest root checkpoint of ``source_run_id``'s LangGraph thread (or its root
+    checkpoint ``checkpoint_id``: a branch) to ``run_id``'s.
 
     The copy keeps its checkpoint id (so LangGraph's next ids sort after it) and is marked with
     :data:`SEED_MARK`; its pending writes are not copied: the new run starts from the state the
-    previous one left, with its own input. Returns the copied checkpoint id (``None``: the
-    source has no checkpoint, and the new run starts afresh).
+    previous one left (or had at ``checkpoint_id``), with its own input. Returns the copied
+    checkpoint id (``None``: the source has no such checkpoint, and nothing is copied).
     """
     cp = checkpoints_table
-    row = conn.execute(
-        select(cp)
-        .where(cp.c.thread_id == source_run_id, cp.c.checkpoint_ns == "")
-        .order_by(cp.c.checkpoint_id.desc())
-        .limit(1)
-    ).first()
+    query = select(cp).where(cp.c.thread_id == source_run_id, cp.c.checkpoint_ns == "")
+    if checkpoint_id is not None:
+        query = query.where(cp.c.checkpoint_id == checkpoint_id)
+    row = conn.execute(query.order_by(cp.c.checkpoint_id.desc()).limit(1)).first()
     if row is None:
         return None
     values = dict(row._mapping)

@@ -1,5 +1,6 @@
 """agent-chat-ui's calls through LangGraph's JavaScript SDK (``@langchain/langgraph-sdk``, installed
-with npm into a temporary folder), unchanged, against a served process."""
+with npm into a temporary folder), unchanged, against a served process: a turn, a batch of tool
+calls approved and rejected, and an edit of the first message (a run from a checkpoint)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,8 @@ def test_the_chat_ui_flow_through_the_js_sdk(base: str, js_sdk: Path) -> None:
     assert "keep the log" in out["tools"]["delete_file"] and "EXECUTED" not in out["tools"]["delete_file"]
     assert out["status"] == "idle" and out["metadata"]["assistant_id"] == assistant_uuid("chat-agent")
     assert out["threadId"] in out["searched"] and out["history"] == 2
+    # the edit of the first message starts the thread again from before it
+    assert out["edited"] == out["editedThread"] == ["hi", "turn 1: you said 'hi'"]
 
 
 def test_the_js_sdk_resumes_a_cut_stream_from_location(base: str, js_sdk: Path) -> None:

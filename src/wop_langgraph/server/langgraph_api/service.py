@@ -57,6 +57,7 @@ from wop_langgraph.store.lg_threads import (
     hide_thread_run,
     insert_thread,
     run_rest,
+    run_with_checkpoint,
     runs_of_thread,
     seed_checkpoint,
     tenant_threads,
@@ -457,6 +458,12 @@ class LangGraphService:
         _refuse_unsupported(body)
         graph_id = self.graph_id(_required_str(body, "assistant_id"))
         command = body.get("command")
+        branch = _branch_point(body)
+        if branch is not None and command is not None:
+            raise Unsupported(
+                "checkpoint with command is not supported: a resume answers the thread's current run",
+                details={"field": "checkpoint"},
+            )
         # A resume answers the current run's pending interrupts: read with the thread.
         pending: list[InterruptRecord] | None = None
         try:
@@ -480,7 +487,9 @@ class LangGraphService:
             if command is not None:
                 started = self._command(principal, row, command, wait=wait, drive=drive, pending=pending)
             else:
-                started = self._next_run(principal, row, graph_id, body, drive=drive, run_id=watched)
+                started = self._next_run(
+                    principal, row, graph_id, body, drive=drive, run_id=watched, branch=branch
+                )
         except BaseException:
             if watched is not None:
                 self.relay.unwatch(watched)
@@ -582,8 +591,16 @@ class LangGraphService:
         *,
         drive: bool,
         run_id: str | None = None,
+        branch: str | None = None,
     ) -> Started:
+        """A new input: the thread's next run, from the state its current run left, or from
+        its checkpoint ``branch`` (agent-chat-ui's regenerate and edit)."""
         if body.get("multitask_strategy") == ENQUEUE:
+            if branch is not None:
+                raise Unsupported(
+                    "checkpoint with multitask_strategy enqueue is not supported",
+                    details={"field": "checkpoint"},
+                )
             return self._enqueue(principal, row, graph_id, body, run_id=run_id)
         status = _effective(row)
         if status in ("pending", "running") or row.runs_behind:
@@ -598,12 +615,17 @@ class LangGraphService:
                 'with POST /threads/{thread_id}/state {"values": null, "as_node": "__end__"}',
                 details={"thread_id": row.thread_id},
             )
+        previous = source = row.run_id
+        if branch is not None:
+            with reading(self.host.engine) as conn:
+                source = run_with_checkpoint(conn, row.thread_id, branch)
+            if source is None:
+                raise NotFound(f"no checkpoint {branch!r} on thread {row.thread_id!r}")
         run_metadata = self._metadata(body.get("metadata"))
         assistant_id = assistant_uuid(graph_id)
         thread_metadata = {**row.metadata}
         thread_metadata.setdefault("graph_id", graph_id)
         thread_metadata.setdefault("assistant_id", assistant_id)
-        previous = row.run_id
         seeded: list[str | None] = []
         strategy = body.get("multitask_strategy") or "reject"
 
@@ -627,7 +649,10 @@ class LangGraphService:
                     f"thread {row.thread_id!r} started another run meanwhile",
                     details={"thread_id": row.thread_id},
                 )
-            seeded.append(seed_checkpoint(conn, previous, run_id) if previous else None)
+            copied = seed_checkpoint(conn, source, run_id, checkpoint_id=branch) if source else None
+            if branch is not None and copied is None:  # (found above; a guard, never expected)
+                raise NotFound(f"no checkpoint {branch!r} on thread {row.thread_id!r}")
+            seeded.append(copied)
 
         if self._created_without_callback is not None:
             self._created_without_callback(run_id)
@@ -639,7 +664,7 @@ class LangGraphService:
             on_commit=on_commit,
             run_id=run_id,
             ahead=start,
-            checkpointed=previous is not None,
+            checkpointed=source is not None,
         )
         rested = str(created["status"]) if drive else None
         outputs = (
@@ -886,6 +911,32 @@ def _bounded(value: Any, name: str, low: int, high: int) -> int:
     return value
 
 
+def _branch_point(body: Mapping[str, Any]) -> str | None:
+    """The checkpoint a new run starts from (``checkpoint.checkpoint_id``, or ``checkpoint_id``),
+    as agent-chat-ui sends it to regenerate a reply or edit a message; ``None`` for none.
+
+    Raises:
+        ValidationError: not an object, or an id that is not a string.
+        Unsupported: a subgraph's checkpoint (``checkpoint_ns`` other than ``""``).
+    """
+    found = body.get("checkpoint_id")
+    checkpoint = body.get("checkpoint")
+    if checkpoint is not None:
+        if not isinstance(checkpoint, dict):
+            raise ValidationError("checkpoint must be an object", details={"field": "checkpoint"})
+        if checkpoint.get("checkpoint_ns") not in (None, ""):
+            raise Unsupported(
+                "a subgraph's checkpoint (checkpoint_ns) is not supported: give a root checkpoint",
+                details={"field": "checkpoint.checkpoint_ns"},
+            )
+        found = checkpoint.get("checkpoint_id", found)
+    if found is None:
+        return None
+    if not isinstance(found, str) or not found:
+        raise ValidationError("checkpoint_id must be a non-empty string", details={"field": "checkpoint_id"})
+    return found
+
+
 def _refuse_unsupported(body: Mapping[str, Any]) -> None:
     """Refuse, before anything changes, the run options this host does not offer."""
     strategy = body.get("multitask_strategy")
@@ -901,7 +952,7 @@ def _refuse_unsupported(body: Mapping[str, Any]) -> None:
                 "answer; call interrupt() (or a node API function) inside the node",
                 details={"field": name},
             )
-    for name in ("checkpoint", "checkpoint_id", "after_seconds", "webhook"):
+    for name in ("after_seconds", "webhook"):
         if body.get(name):
             raise Unsupported(f"{name} is not supported yet", details={"field": name})
     if body.get("if_not_exists") not in (None, "create", "reject"):

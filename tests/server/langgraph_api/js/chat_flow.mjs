@@ -50,4 +50,17 @@ out.status = after.status;
 out.metadata = after.metadata;
 out.searched = (await client.threads.search({ metadata: { ui: "js" }, limit: 100 })).map((t) => t.thread_id);
 out.history = (await client.threads.getHistory(tid, { limit: 2 })).length;
+
+// agent-chat-ui's edit: a run from the parent of the state the first message first appeared in
+const states = await client.threads.getHistory(tid, { limit: 100 });
+const firstSeen = states.filter((s) => (s.values.messages ?? []).some((m) => m.content === "hello")).at(-1);
+parts = await collect(
+  client.runs.stream(tid, "chat-agent", {
+    input: say("hi"),
+    checkpoint: firstSeen.parent_checkpoint,
+    streamMode: modes,
+  }),
+);
+out.edited = lastValues(parts).messages.map((m) => m.content);
+out.editedThread = (await client.threads.get(tid)).values.messages.map((m) => m.content);
 console.log(JSON.stringify(out));
