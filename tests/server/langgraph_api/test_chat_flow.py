@@ -54,6 +54,35 @@ def test_a_conversation_through_runs_wait_sees_the_earlier_turns(sdk: SdkFactory
     assert client.threads.get_state(thread_id)["values"] == answered
 
 
+def test_a_conversation_ends_alike_through_runs_wait_and_runs_stream(sdk: SdkFactory) -> None:
+    """``runs.wait`` drives its runs in the request, ``runs.stream`` leaves them to the workers:
+    the same turns, an interrupt and its approval among them, leave the same thread."""
+    client = sdk()
+
+    def converse(waiting: bool) -> tuple[list[tuple[str, str]], str, int]:
+        thread_id = client.threads.create()["thread_id"]
+        for step in (
+            {"input": say("hello")},
+            {"input": say("send an email")},
+            {"command": {"resume": {"decisions": [{"type": "approve"}]}}},
+            {"input": say("thanks")},
+        ):
+            if waiting:
+                client.runs.wait(thread_id, GRAPH, **step)
+            else:
+                stream(client, thread_id, **step)
+        values = client.threads.get_state(thread_id)["values"]
+        said = [(m["type"], str(m["content"])) for m in values["messages"]]
+        return said, client.threads.get(thread_id)["status"], len(client.runs.list(thread_id))
+
+    waited = converse(True)
+    assert waited == converse(False)
+    said, status, runs = waited
+    assert [kind for kind, _ in said] == ["human", "ai", "human", "ai", "tool", "ai", "human", "ai"]
+    assert said[-1] == ("ai", "turn 3: you said 'thanks'") and said[4][1].startswith("EXECUTED send_email")
+    assert (status, runs) == ("idle", 3)  # the resume continued its run
+
+
 def test_a_conversation_streams_turns_that_see_the_earlier_ones(base: str, sdk: SdkFactory) -> None:
     client = sdk()
     thread_id = client.threads.create(metadata={"source": "chat"})["thread_id"]
