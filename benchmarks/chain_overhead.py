@@ -15,9 +15,12 @@ out, where ``sha256`` of the chain runs). The workloads: ``append.py``'s modes (
 the gate, resolve, complete). Then every workload once more, paired (``--paired`` calls a side,
 0 for none): its calls (an append, a transaction of ``in_tx``'s 50, a cycle) alternate one by
 one, chain off and on, and the ratio is the median of the paired calls' ratios, which the VM's
-drift (tens of percent within minutes) moves far less than a ratio of rounds::
+drift (tens of percent within minutes) moves far less than a ratio of rounds. ``--parts N``
+then times each part of the chain in ``in_tx``'s appends where it runs (``_chain_parts.py``: a
+part costs two to four times its tight loop's time there)::
 
     python benchmarks/chain_overhead.py --rounds 12
+    python benchmarks/chain_overhead.py --rounds 2 --paired 0 --skip-full-path --parts 300
     python benchmarks/chain_overhead.py --postgres postgresql://postgres@127.0.0.1:5432/test
 
 ``--baseline-src`` compares against another tree instead (a checkout of the commit before the
@@ -173,6 +176,8 @@ def in_process(args: argparse.Namespace) -> int:
                 for name, run in workloads.items():
                     if name != "full_path" or not args.skip_full_path:
                         _paired(f"{backend} {name}", (others[name], run), args.paired)
+            if args.parts:
+                _parts(backend, (others["in_tx"], workloads["in_tx"]), args.parts)
     after = os.getloadavg()
     print(f"  load average after: {after[0]:.2f} {after[1]:.2f} {after[2]:.2f}")
     return 0
@@ -201,6 +206,35 @@ def _paired(label: str, runs: tuple[Workload, Workload], count: int) -> None:
         f"  {label:24s} {on_ms * 1e3:10.1f} {off_ms * 1e3:10.1f} {ratio:5.2f}x         "
         f"(us a call; {verdict} the {TARGET}x target)"
     )
+
+
+def _parts(backend: str, runs: tuple[Workload, Workload], count: int) -> None:
+    """What each part of the chain costs an ``in_tx`` append where it runs: ``count`` paired
+    transactions of ``in_tx``'s (chain off and on alternating), every part timed (see
+    ``_chain_parts.py``), in nanoseconds a call."""
+    import _chain_parts
+    import _chain_switch
+    from _harness import paired_cycles
+
+    off, on = runs
+    with _chain_parts.timed_parts() as timings:
+        try:
+            paired_cycles(
+                (lambda: off(1) and None, lambda: on(1) and None),
+                count,
+                max(count // 10, 3),
+                before=(_chain_switch.chain_off, _chain_switch.chain_on),
+            )
+        finally:
+            _chain_switch.chain_on()
+    print(
+        f"  parts: {backend} in_tx, {count} transactions a side (paired), ns a call where it runs, "
+        f"each with the timer's own {timings.timer_ns:.0f} ns"
+    )
+    for label, _, _ in _chain_parts.PARTS:
+        cost = timings.per_call(label)
+        shown = "never called" if cost is None else f"{cost:8.0f} ns  ({timings.calls[label]} calls)"
+        print(f"    {label:44s} {shown}")
 
 
 # -- against another tree, in child processes -------------------------------------------------
@@ -281,6 +315,12 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=300,
         help="then each workload's calls a side, chain off and on alternating one by one (0: none)",
+    )
+    parser.add_argument(
+        "--parts",
+        type=int,
+        default=0,
+        help="then time each part of the chain in in_tx's appends, over this many transactions a side",
     )
     parser.add_argument(
         "--baseline-src", type=Path, default=None, help="compare against this src/ (another tree) instead"

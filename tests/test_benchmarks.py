@@ -235,6 +235,17 @@ def test_chain_overhead_benchmark_reports_chain_on_and_off_ratios() -> None:
     assert "load average" in out
 
 
+def test_chain_overhead_benchmark_times_the_chains_parts_where_they_run() -> None:
+    """``--parts``: each part of the chain, timed in ``in_tx``'s appends, with its calls; the
+    chain-less side's serialisation beside them."""
+    args = ["--rounds", "1", "--operations", "10", "--warmup", "2", "--paired", "0", "--skip-full-path"]
+    out = _run("chain_overhead.py", *args, "--parts", "3")
+    assert re.search(r"parts: sqlite in_tx, 3 transactions a side .* timer's own \d+ ns", out), out
+    parts = ("appended_digest", "payload's check", "astral-key check", "SHA-256", "chain_raw", "json.dumps")
+    for part in parts:
+        assert re.search(rf"{re.escape(part)}.*\s\d+ ns  \(\d+ calls\)", out), (part, out)
+
+
 def test_chain_overhead_benchmark_reports_ratios_against_a_baseline_tree() -> None:
     out = _run(
         "chain_overhead.py",
