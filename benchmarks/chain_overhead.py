@@ -183,16 +183,16 @@ def in_process(args: argparse.Namespace) -> int:
     return 0
 
 
-def _paired(label: str, runs: tuple[Workload, Workload], count: int) -> None:
+def _alternate(runs: tuple[Workload, Workload], count: int) -> tuple[list[list[float]], float]:
     """``runs`` (chain off, chain on) called alternately one by one, a unit of work each call,
-    ``count`` times a side: the median of the paired ratios (off/on time, that is on/off
-    throughput), which the VM's drift moves far less than a ratio of rounds."""
+    ``count`` times a side, the chain switched before each (on again after): each side's times
+    (ms) and the median of the paired ratios (``_harness.paired_cycles``)."""
     import _chain_switch
     from _harness import paired_cycles
 
     off, on = runs
     try:
-        times, ratio = paired_cycles(
+        return paired_cycles(
             (lambda: off(1) and None, lambda: on(1) and None),
             count,
             max(count // 10, 3),
@@ -200,6 +200,13 @@ def _paired(label: str, runs: tuple[Workload, Workload], count: int) -> None:
         )
     finally:
         _chain_switch.chain_on()
+
+
+def _paired(label: str, runs: tuple[Workload, Workload], count: int) -> None:
+    """``runs`` (chain off, chain on) called alternately one by one, a unit of work each call,
+    ``count`` times a side: the median of the paired ratios (off/on time, that is on/off
+    throughput), which the VM's drift moves far less than a ratio of rounds."""
+    times, ratio = _alternate(runs, count)
     off_ms, on_ms = (statistics.median(t) for t in times)
     verdict = "meets" if ratio >= TARGET else "BELOW"
     print(
@@ -213,20 +220,9 @@ def _parts(backend: str, runs: tuple[Workload, Workload], count: int) -> None:
     transactions of ``in_tx``'s (chain off and on alternating), every part timed (see
     ``_chain_parts.py``), in nanoseconds a call."""
     import _chain_parts
-    import _chain_switch
-    from _harness import paired_cycles
 
-    off, on = runs
     with _chain_parts.timed_parts() as timings:
-        try:
-            paired_cycles(
-                (lambda: off(1) and None, lambda: on(1) and None),
-                count,
-                max(count // 10, 3),
-                before=(_chain_switch.chain_off, _chain_switch.chain_on),
-            )
-        finally:
-            _chain_switch.chain_on()
+        _alternate(runs, count)
     print(
         f"  parts: {backend} in_tx, {count} transactions a side (paired), ns a call where it runs, "
         f"each with the timer's own {timings.timer_ns:.0f} ns"
